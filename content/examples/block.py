@@ -1,0 +1,121 @@
+"""Examples for the Transformer Block page. Each returns an ExampleResult built from real calls."""
+import numpy as np
+
+from model.config import ModelConfig
+from model.gradcheck import numerical_grad
+from model.transformer import init_params, ffn_forward, ffn_backward, block_forward, block_backward
+from site_builder.examples import (ExampleResult, steps_table, matrix, gradcheck_table, stepper,
+                                   config_label)
+from site_builder.trace import trace_locals
+from tests.test_transformer import ffn_worked_params, FFN_WORKED_XN, FFN_WORKED_DOUT
+
+SEED = 0
+TINY = ModelConfig(vocab_size=5, seq_len=3, emb_dim=4, num_heads=2, ff_dim=6, num_layers=1)
+X_HAND = np.array([[0.5, -1.0, 0.25, 0.0],      # hand-picked rows of the residual stream
+                   [1.0, 0.0, -0.5, 2.0],
+                   [-0.3, 0.8, 0.1, -0.6]])
+DY_HAND = np.array([[0.1, -0.2, 0.3, 0.05],    # hand-picked, not computed from a loss
+                    [-0.1, 0.25, 0.15, -0.3],
+                    [0.2, 0.1, -0.25, 0.15]])
+TINY_SOURCE = f"init_params({config_label(TINY)}, np.random.default_rng({SEED}))"
+WORKED_SOURCE = "the hand-picked weights of tests/test_transformer.py (ffn_worked_params)"
+
+
+def tiny_params():
+    return init_params(TINY, np.random.default_rng(SEED))
+
+
+def ffn_forward_worked():
+    params = ffn_worked_params()
+    t = trace_locals(ffn_forward, FFN_WORKED_XN, params, "b0.")
+    table = steps_table(t, [("Input", "Xn"), ("Widen", "Z"), ("ReLU", "A"), ("Narrow", "out")])
+    return ExampleResult([table], WORKED_SOURCE)
+
+
+def ffn_backward_worked():
+    params = ffn_worked_params()
+    _, cache = ffn_forward(FFN_WORKED_XN, params, "b0.")
+    grads = {k: np.zeros_like(v) for k, v in params.items()}
+    t = trace_locals(ffn_backward, FFN_WORKED_DOUT, cache, params, "b0.", grads)
+    table = steps_table(t, [("Arrives", "dOut"), ("Through the second layer", "dA"),
+                            ("Through ReLU", "dZ"), ("Through the first layer", "dXn")])
+    return ExampleResult([table], WORKED_SOURCE)
+
+
+def _ffn_loss(params, Xn, dOut):
+    return float((ffn_forward(Xn, params, "b0.")[0] * dOut).sum())
+
+
+def ffn_backward_gradcheck():
+    params = ffn_worked_params()
+    Xn = np.array(FFN_WORKED_XN, dtype=float)
+    _, cache = ffn_forward(Xn, params, "b0.")
+    grads = {k: np.zeros_like(v) for k, v in params.items()}
+    dXn = ffn_backward(FFN_WORKED_DOUT, cache, params, "b0.", grads)
+    rows = [(f'grads["b0.{k}"]', grads["b0." + k],
+             numerical_grad(lambda: _ffn_loss(params, Xn, FFN_WORKED_DOUT), params["b0." + k]))
+            for k in ("ff2_w", "ff2_b", "ff1_w", "ff1_b")]
+    rows.append(("dXn", dXn, numerical_grad(lambda: _ffn_loss(params, Xn, FFN_WORKED_DOUT), Xn)))
+    return ExampleResult([gradcheck_table(rows)], WORKED_SOURCE)
+
+
+def block_forward_steps():
+    params = tiny_params()
+    t = trace_locals(block_forward, X_HAND.copy(), params, 0, TINY)
+    steps = stepper(t, row=1, steps=[
+        ("Input", "X", None),
+        ("First LayerNorm", "Xn", None),
+        ("Attention", "att", None),
+        ("First residual add", "X1", ("X", "att")),
+        ("Second LayerNorm", "Xn2", None),
+        ("Feed-forward", "ff", None),
+        ("Second residual add", "return[0]", ("X1", "ff")),
+    ])
+    return ExampleResult([steps], TINY_SOURCE)
+
+
+def _block_backward_trace(params):
+    _, cache = block_forward(X_HAND.copy(), params, 0, TINY)
+    grads = {k: np.zeros_like(v) for k, v in params.items()}
+    return trace_locals(block_backward, DY_HAND.copy(), cache, params, 0, grads)
+
+
+BACKWARD_NAMES = [("dY", "dY"), ("dXn2", "dXn2"), ("dX1_branch", "dX1_branch"),
+                  ("dX1 = dY + dX1_branch", "dX1"), ("dXn", "dXn"), ("dX_branch", "dX_branch"),
+                  ("dX = dX1 + dX_branch", "return")]
+
+
+def _matrices(t, names):
+    from site_builder.examples import value_of
+    return [matrix(label, value_of(t, name)) for label, name in names]
+
+
+def block_backward_tables():
+    t = _block_backward_trace(tiny_params())
+    return ExampleResult(_matrices(t, BACKWARD_NAMES), TINY_SOURCE)
+
+
+def block_backward_identity_only():
+    params = tiny_params()
+    params["b0.ln1_g"][:] = 0.0
+    params["b0.ln2_g"][:] = 0.0
+    t = _block_backward_trace(params)
+    names = [("dX1_branch", "dX1_branch"), ("dX_branch", "dX_branch"), ("dX", "return")]
+    return ExampleResult(_matrices(t, names), TINY_SOURCE + ", then ln1_g and ln2_g set to 0")
+
+
+def _block_loss(params, X):
+    return float((block_forward(X, params, 0, TINY)[0] * DY_HAND).sum())
+
+
+def block_backward_gradcheck():
+    params = tiny_params()
+    X = X_HAND.copy()
+    _, cache = block_forward(X, params, 0, TINY)
+    grads = {k: np.zeros_like(v) for k, v in params.items()}
+    dX = block_backward(DY_HAND, cache, params, 0, grads)
+    names = ["b0.ln1_g", "b0.wq", "b0.wo", "b0.ln2_b", "b0.ff1_w", "b0.ff2_w"]
+    rows = [(f'grads["{k}"]', grads[k], numerical_grad(lambda: _block_loss(params, X), params[k]))
+            for k in names]
+    rows.append(("dX", dX, numerical_grad(lambda: _block_loss(params, X), X)))
+    return ExampleResult([gradcheck_table(rows)], TINY_SOURCE)

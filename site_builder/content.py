@@ -1,0 +1,262 @@
+"""Stage 1: load content/ and validate it against a schema, with a file:line for every error.
+
+A page is a Markdown file: YAML front matter holds the structured part (concepts,
+equations, references, symbols, examples), and the Markdown body is the page's
+introduction. YAML was chosen over a custom Markdown dialect because PyYAML reports the line
+of every node, authors already know it, and TeX in a `|` block needs no escaping. The
+loader keeps each mapping's line and each key's line so that later stages (the resolver,
+the shape checker) can point at the exact line of the content file.
+
+The schema is a table of allowed keys per kind of object; an unknown key gets a "did you
+mean", a missing required key names the object that lacks it. Nothing is rendered here.
+"""
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from site_builder.problems import Problem, did_you_mean
+
+
+class Located(dict):
+    """A YAML mapping that remembers where it and each of its keys stand."""
+    file: str = ""
+    line: int = 0
+    key_lines: dict
+
+    def line_of(self, key):
+        return self.key_lines.get(key, self.line)
+
+
+class LocatedList(list):
+    file: str = ""
+    line: int = 0
+
+
+def _loader(file, offset):
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def mapping(loader, node):
+        loader.flatten_mapping(node)
+        out = Located()
+        out.file, out.line, out.key_lines = file, node.start_mark.line + 1 + offset, {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            if key in out:
+                raise yaml.MarkedYAMLError("while constructing a mapping", None,
+                                           f"duplicate key '{key}'", key_node.start_mark)
+            out[key] = loader.construct_object(value_node, deep=True)
+            out.key_lines[key] = key_node.start_mark.line + 1 + offset
+        return out
+
+    def sequence(loader, node):
+        out = LocatedList(loader.construct_object(n, deep=True) for n in node.value)
+        out.file, out.line = file, node.start_mark.line + 1 + offset
+        return out
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, sequence)
+    return Loader
+
+
+def parse_yaml(text, file, offset=0):
+    """-> (data, problem or None). A syntax error becomes one Problem with its line."""
+    try:
+        return yaml.load(text, Loader=_loader(file, offset)), None
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line = mark.line + 1 + offset if mark else offset + 1
+        return None, Problem(file, line, f"malformed YAML: {e.problem or e.context}",
+                             "check the indentation and quoting on that line")
+    except yaml.YAMLError as e:
+        return None, Problem(file, offset + 1, f"malformed YAML: {e}")
+
+
+# kind -> (required keys, optional keys, {key: kind of its value or of its list items})
+SCHEMA = {
+    "site": ({"title", "nav"}, {"repo_url", "branch", "description", "papers"}, {}),
+    "paper_entry": ({"title", "authors", "year"}, {"url", "venue"}, {}),
+    "page": ({"title", "sections"}, {"summary", "next_note"}, {"sections": "section"}),
+    "concept": ({"id", "title", "function", "what", "why", "math"},
+                {"type", "name", "group", "notes", "symbols", "examples", "shapes", "listings",
+                 "paper", "used", "update", "after_math", "flow"},
+                {"notes": "note", "math": "math_item", "symbols": "symbol", "examples": "example",
+                 "shapes": "shape", "listings": "listing", "paper": "paper"}),
+    "caches": ({"type", "id", "title", "forward", "backward", "holds"}, {"intro", "after"}, {}),
+    "params": ({"type", "id", "title", "roles"}, {"intro", "after", "init", "config", "block"}, {}),
+    "text": ({"type", "id", "title", "body"}, set(), {}),
+    "note": (set(), {"general", "measured"}, {}),
+    "equation": ({"eq", "name", "tex"}, {"refs", "derived"}, {"refs": "ref"}),
+    "prose": ({"text"}, set(), {}),
+    "ref": ({"role", "function", "snippet"}, set(), {}),
+    "symbol": ({"tex", "meaning", "code", "shape"}, set(), {}),
+    "example": ({"title", "run"}, {"hand_picked", "caption"}, {}),
+    "shape": ({"title", "names"}, {"function", "at", "note"}, {}),
+    "listing": ({"function"}, {"snippet", "caption"}, {}),
+    "paper": ({"key"}, {"section", "equation", "page"}, {}),
+}
+ROLES = ("computes", "inline", "tests", "derived")
+
+
+def section_kind(obj):
+    return obj.get("type", "concept") if isinstance(obj, dict) else None
+
+
+def math_kind(obj):
+    return "equation" if "eq" in obj else "prose"
+
+
+def validate(obj, kind, file, line, problems):
+    """Check obj against SCHEMA[kind], recursing into the keys that hold objects."""
+    if not isinstance(obj, dict):
+        problems.append(Problem(file, line, f"expected a mapping for this {kind}, got {type(obj).__name__}",
+                                "write it as 'key: value' lines"))
+        return
+    if kind == "section":
+        kind = section_kind(obj)
+        if kind not in ("concept", "caches", "params", "text"):
+            problems.append(Problem(file, obj.line_of("type"), f"unknown section type '{kind}'",
+                                    "use one of concept, caches, params, text"))
+            return
+    if kind == "math_item":
+        kind = math_kind(obj)
+    required, optional, children = SCHEMA[kind]
+    for key in obj:
+        if key not in required | optional:
+            hint = did_you_mean(str(key), required | optional)
+            problems.append(Problem(file, obj.line_of(key), f"unknown key '{key}' in {kind}",
+                                    hint or f"allowed keys: {', '.join(sorted(required | optional))}"))
+    for key in sorted(required - set(obj)):
+        problems.append(Problem(file, obj.line, f"{kind} is missing the required key '{key}'",
+                                f"add '{key}:' to it"))
+    for key, child in children.items():
+        if key not in obj:
+            continue
+        value = obj[key]
+        if child in ("paper",):
+            validate(value, child, file, obj.line_of(key), problems)
+        elif not isinstance(value, list):
+            problems.append(Problem(file, obj.line_of(key), f"'{key}' must be a list",
+                                    f"start each item of '{key}' with '- '"))
+        else:
+            for item in value:
+                validate(item, child, file, getattr(item, "line", obj.line_of(key)), problems)
+    if kind == "ref" and obj.get("role") not in ROLES:
+        problems.append(Problem(file, obj.line_of("role"), f"unknown role '{obj.get('role')}'",
+                                f"use one of {', '.join(ROLES)}"))
+    if kind == "note" and len(obj) != 1:
+        problems.append(Problem(file, obj.line, "a note is either 'general:' or 'measured:'",
+                                "label a claim the repository does not measure 'general'"))
+
+
+@dataclass
+class Page:
+    slug: str
+    file: str            # repo-relative
+    meta: Located
+    body: str
+    body_line: int
+
+
+@dataclass
+class Content:
+    site: Located
+    pages: dict = field(default_factory=dict)      # slug -> Page, in navigation order
+
+
+def split_front_matter(text, file):
+    """'---\\nyaml\\n---\\nmarkdown' -> (yaml text, body, body's first line) or a Problem."""
+    lines = text.split("\n")
+    if not lines or lines[0].strip() != "---":
+        return None, Problem(file, 1, "a page must start with YAML front matter", "put '---' on line 1")
+    for i in range(1, len(lines)):
+        if lines[i].strip() == "---":
+            return ("\n".join(lines[1:i]), "\n".join(lines[i + 1:]), i + 2), None
+    return None, Problem(file, 1, "the front matter is not closed", "end it with a line '---'")
+
+
+def load_content(root: Path, problems: list) -> Content:
+    """Read content/site.yaml and every page it lists. Problems are appended, not raised."""
+    content_dir = root / "content"
+    site_file = "content/site.yaml"
+    try:
+        site_text = (content_dir / "site.yaml").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        problems.append(Problem(site_file, 0, f"cannot read the site file: {e}", "create content/site.yaml"))
+        return Content(site=Located())
+    site, err = parse_yaml(site_text, site_file)
+    if err:
+        problems.append(err)
+        return Content(site=Located())
+    validate(site, "site", site_file, 1, problems)
+    for key, entry in (site.get("papers") or {}).items():
+        validate(entry, "paper_entry", site_file, getattr(entry, "line", 1), problems)
+    content = Content(site=site)
+    nav = site.get("nav") or []
+    page_files = {p.stem: p for p in sorted((content_dir / "pages").glob("*.md"))}
+    for slug in nav:
+        if slug not in page_files:
+            problems.append(Problem(site_file, site.line_of("nav"),
+                                    f"the navigation lists '{slug}', but content/pages/{slug}.md does not exist",
+                                    did_you_mean(str(slug), page_files) or "create the page or remove it from nav"))
+    for slug, path in page_files.items():
+        if slug not in nav:
+            problems.append(Problem(f"content/pages/{slug}.md", 1, f"page '{slug}' is missing from the navigation",
+                                    "add it to 'nav' in content/site.yaml"))
+    for slug in [s for s in nav if s in page_files]:
+        page = load_page(page_files[slug], slug, problems)
+        if page:
+            content.pages[slug] = page
+    check_unique_ids(content, problems)
+    return content
+
+
+def load_page(path: Path, slug: str, problems: list):
+    file = f"content/pages/{path.name}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        problems.append(Problem(file, 0, f"not UTF-8 (byte {e.start})", "save the file as UTF-8"))
+        return None
+    parts, err = split_front_matter(text, file)
+    if err:
+        problems.append(err)
+        return None
+    front, body, body_line = parts
+    meta, err = parse_yaml(front, file, offset=1)
+    if err:
+        problems.append(err)
+        return None
+    if not isinstance(meta, dict):
+        problems.append(Problem(file, 2, "the front matter must be a mapping", "write 'title: ...' and 'sections:'"))
+        return None
+    validate(meta, "page", file, 2, problems)
+    return Page(slug=slug, file=file, meta=meta, body=body, body_line=body_line)
+
+
+def concepts(page):
+    """The page's sections that are concepts (the ones with equations)."""
+    return [s for s in page.meta.get("sections") or [] if isinstance(s, dict) and section_kind(s) == "concept"]
+
+
+def check_unique_ids(content, problems):
+    """Section ids are anchors across the site, equation ids within their concept."""
+    seen = {}
+    for page in content.pages.values():
+        for section in page.meta.get("sections") or []:
+            if not isinstance(section, dict) or "id" not in section:
+                continue
+            sid = section["id"]
+            if sid in seen:
+                problems.append(Problem(page.file, section.line_of("id"), f"duplicate section id '{sid}'",
+                                        f"it is already used at {seen[sid]}; ids must be unique across the site"))
+            else:
+                seen[sid] = f"{page.file}:{section.line_of('id')}"
+            eqs = {}
+            for item in section.get("math") or []:
+                if isinstance(item, dict) and "eq" in item:
+                    if item["eq"] in eqs:
+                        problems.append(Problem(page.file, item.line_of("eq"), f"duplicate equation id '{item['eq']}' in '{sid}'",
+                                                f"first used at line {eqs[item['eq']]}"))
+                    eqs.setdefault(item["eq"], item.line_of("eq"))

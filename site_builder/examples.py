@@ -1,0 +1,179 @@
+"""Stage 4: run the content's examples and turn their arrays into display blocks.
+
+An example is a plain Python function in `content/examples/<module>.py` that calls the real
+model (usually through `trace_locals`, which records each line's locals) and returns an
+`ExampleResult`: a list of blocks (a step table, a matrix, a gradient-check table, a
+stepper) plus a provenance label saying which function, config and seed produced it. The
+helpers here only format; every number comes from the model.
+
+Examples are imported from their file path, so content needs no package structure. An
+example that raises becomes a Problem naming the example and the model line that raised.
+"""
+import importlib.util
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from site_builder.problems import Problem
+
+DECIMALS = 4
+
+
+@dataclass
+class ExampleResult:
+    blocks: list
+    source: str = ""                      # where the numbers came from: function, config, seed
+    data: dict = field(default_factory=dict)   # raw values, for tests and interactive widgets
+
+
+def fmt_number(x):
+    x = float(x)
+    if x == 0:
+        return "0.0000"                   # also turns -0.0 into 0
+    return f"{x:.{DECIMALS}f}"
+
+
+def fmt_array(a):
+    """A value as the page prints it: 4 decimals, nested brackets like NumPy."""
+    a = np.asarray(a)
+    if a.ndim == 0:
+        return fmt_number(a)
+    return "[" + ", ".join(fmt_array(x) for x in a) + "]"
+
+
+def config_label(cfg):
+    fields = ", ".join(f"{k}={v}" for k, v in cfg.to_dict().items() if k != "dtype")
+    return f"{type(cfg).__name__}({fields})"
+
+
+def step_of(trace, name):
+    """The last step that bound or changed `name`, or None if it is an argument never reassigned."""
+    found = None
+    for step in trace.steps:
+        if name in step.changed:
+            found = step
+    return found
+
+
+def value_of(trace, name):
+    """A local's final value; 'return' and 'return[i]' name the returned value."""
+    if name == "return":
+        return trace.result
+    if name.startswith("return["):
+        return trace.result[int(name[7:-1])]
+    for step in reversed(trace.steps):
+        if name in step.locals:
+            return step.locals[name]
+    raise KeyError(f"{trace.function} has no local named '{name}'")
+
+
+def code_line(trace, name):
+    """(line, code) of the statement that produced `name`; arguments point at the def line."""
+    if name.startswith("return"):
+        last = trace.steps[-1]
+        return last.line, last.code
+    step = step_of(trace, name)
+    if step is None:
+        return trace.def_line, trace.def_code
+    return step.line, step.code
+
+
+def steps_table(trace, rows):
+    """rows: (label, local name). One row per step, with the line that computed it."""
+    out = []
+    for label, name in rows:
+        line, code = code_line(trace, name)
+        out.append(dict(label=label, name=name, line=line, code=code,
+                        value=fmt_array(value_of(trace, name))))
+    return dict(kind="steps", file=trace.file, function=trace.function, rows=out)
+
+
+def matrix(name, array, caption=""):
+    a = np.atleast_2d(np.asarray(array, dtype=float))
+    return dict(kind="matrix", name=name, caption=caption, shape=str(tuple(np.shape(array))),
+                rows=[[fmt_number(x) for x in row] for row in a])
+
+
+def gradcheck_table(rows):
+    """rows: (name, analytic, numeric). The gap is the largest absolute difference."""
+    out = []
+    for name, analytic, numeric in rows:
+        gap = float(np.max(np.abs(np.asarray(analytic) - np.asarray(numeric))))
+        out.append(dict(name=name, analytic=_rows(analytic), numeric=_rows(numeric), gap=f"{gap:.1e}"))
+    return dict(kind="gradcheck", rows=out)
+
+
+def _rows(a):
+    a = np.asarray(a)
+    return [fmt_array(r) for r in a] if a.ndim == 2 else [fmt_array(a)]
+
+
+def stepper(trace, row, steps):
+    """A step-through of one row: steps are (label, name, terms) where terms names the two
+    arrays an add sums (or None). Each step shows the row before and after its line."""
+    out, before = [], None
+    for label, name, terms in steps:
+        line, code = code_line(trace, name)
+        after = np.asarray(value_of(trace, name))[row]
+        step = dict(label=label, name=name, line=line, code=code, after=[fmt_number(x) for x in after],
+                    before=[fmt_number(x) for x in before] if before is not None else None)
+        if terms:
+            step["terms"] = [dict(name=t, row=[fmt_number(x) for x in np.asarray(value_of(trace, t))[row]])
+                             for t in terms]
+        out.append(step)
+        before = after
+    return dict(kind="stepper", file=trace.file, function=trace.function, row=row, steps=out)
+
+
+def load_example(root: Path, ref: str):
+    """'block:ffn_forward_worked' -> the function in content/examples/block.py."""
+    module_name, _, func_name = ref.partition(":")
+    path = root / "content" / "examples" / f"{module_name}.py"
+    if not path.exists():
+        raise LookupError(f"no example module content/examples/{module_name}.py")
+    key = f"content_examples_{module_name}"
+    module = sys.modules.get(key)
+    if module is None or getattr(module, "__file__", None) != str(path):
+        spec = importlib.util.spec_from_file_location(key, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module
+        spec.loader.exec_module(module)
+    if not hasattr(module, func_name):
+        raise LookupError(f"content/examples/{module_name}.py has no function '{func_name}'")
+    return getattr(module, func_name)
+
+
+def raising_line(exc, root: Path):
+    """file:line of the deepest frame inside the repository (model code, preferably)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    root = str(root.resolve())
+    inside = [f for f in frames if f.filename.startswith(root)]
+    model = [f for f in inside if "/model/" in f.filename]
+    frame = (model or inside or frames)[-1]
+    rel = Path(frame.filename).resolve()
+    try:
+        rel = rel.relative_to(root)
+    except ValueError:
+        pass
+    return f"{rel}:{frame.lineno}"
+
+
+def run_example(root: Path, ref: str, file: str, line: int, problems: list):
+    """Run one example; a failure becomes a Problem, and the page gets None."""
+    try:
+        fn = load_example(root, ref)
+        result = fn()
+        if not isinstance(result, ExampleResult):
+            raise TypeError(f"example {ref} must return an ExampleResult, got {type(result).__name__}")
+        return result
+    except LookupError as e:
+        problems.append(Problem(file, line, str(e), "check the 'run:' value: module:function"))
+    except Exception as e:  # an example is user code: any error is reported, never a traceback
+        cause = e.__cause__ or e
+        problems.append(Problem(file, line, f"example {ref} raised {type(cause).__name__}: {cause} "
+                                            f"at {raising_line(cause, root)}",
+                                "run the example function by hand to debug it"))
+    return None

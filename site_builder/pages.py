@@ -1,0 +1,337 @@
+"""Turn loaded content plus the source index into view models: plain dicts the templates print.
+
+This is where the one rule of the site is kept: every line number comes from the resolver,
+every shape from a probe run, every called-by list from the index, every number from an
+example that ran. Content supplies prose, TeX and references only. Each concept is gathered
+completely (and its problems recorded with the content file and line) before anything is
+rendered, so one build reports every problem at once.
+"""
+import html
+from dataclasses import dataclass, field
+
+from site_builder.content import concepts, section_kind
+from site_builder.examples import run_example
+from site_builder.problems import Problem
+from site_builder.render import ROLE_LABELS, source_url, line_anchor, short_file
+from site_builder.resolve import resolve_snippet, resolve_function, ResolveError
+
+
+@dataclass
+class SiteModel:
+    pages: list = field(default_factory=list)          # page view models, in nav order
+    references: list = field(default_factory=list)     # references.json entries
+    cited: dict = field(default_factory=dict)          # (file, line) -> [(href, label)]
+    cited_files: set = field(default_factory=set)      # test files a page cites
+    documented: set = field(default_factory=set)       # qualnames a page cites
+    examples_run: int = 0
+
+
+def function_pages(content):
+    """qualname -> (page slug, section id) for every concept's main function."""
+    out = {}
+    for page in content.pages.values():
+        for c in concepts(page):
+            out.setdefault(c.get("function"), (page.slug, c.get("id")))
+    return out
+
+
+class PageBuilder:
+    def __init__(self, root, content, index, renderer, shapes, problems, site_info):
+        self.root, self.content, self.index, self.r = root, content, index, renderer
+        self.shapes, self.problems, self.site = shapes, problems, site_info
+        self.model = SiteModel()
+        self.fn_pages = function_pages(content)
+
+    # -- helpers --------------------------------------------------------------------------
+    def resolve(self, qualname, snippet, file, line):
+        try:
+            r = resolve_snippet(self.index, qualname, snippet) if snippet else resolve_function(self.index, qualname)
+        except ResolveError as e:
+            self.problems.append(Problem(file, line, str(e), "update the snippet or the function name"))
+            return None
+        self.model.documented.add(qualname)
+        if r.file.startswith("tests/"):
+            self.model.cited_files.add(r.file)
+        return r
+
+    def fn_link(self, qualname):
+        """A function name linked to the page that documents it, else to its source lines."""
+        short = ".".join(qualname.split(".")[-2:])
+        if qualname in self.fn_pages:
+            slug, sid = self.fn_pages[qualname]
+            return dict(label=short, href=f"{slug}.html#{sid}")
+        try:
+            f = self.index.function(qualname)
+        except KeyError:
+            return dict(label=short, href=None)
+        if f.file.startswith("tests/"):
+            self.model.cited_files.add(f.file)
+        return dict(label=short, href=source_url(f.file) + f"#{line_anchor(f.start, f.end)}")
+
+    def github(self, file, start, end=None):
+        base, commit = self.site["repo_url"], self.site["commit"] or self.site["branch"]
+        return f"{base}/blob/{commit}/{file}#{line_anchor(start, end)}"
+
+    def md(self, obj, key, inline=False):
+        return self.r.md(obj.get(key), obj.file, obj.line_of(key), inline=inline)
+
+    # -- pages ----------------------------------------------------------------------------
+    def build(self):
+        slugs = list(self.content.pages)
+        for i, slug in enumerate(slugs):
+            page = self.content.pages[slug]
+            sections = []
+            for s in page.meta.get("sections") or []:
+                if not isinstance(s, dict):
+                    continue
+                kind = section_kind(s)
+                if kind == "concept":
+                    sections.append(self.concept(page, s))
+                elif kind == "caches":
+                    sections.append(self.caches(page, s))
+                elif kind == "params":
+                    sections.append(self.params(page, s))
+                elif kind == "text":
+                    sections.append(dict(kind="text", id=s["id"], title=s["title"], body=self.md(s, "body")))
+            self.model.pages.append(dict(
+                slug=slug, title=page.meta.get("title", slug), file=page.file,
+                summary=self.r.md(page.meta.get("summary"), page.file, page.meta.line_of("summary"), inline=True),
+                intro=self.r.md(page.body, page.file, page.body_line),
+                sections=sections,
+                prev=slugs[i - 1] if i > 0 else None, next=slugs[i + 1] if i + 1 < len(slugs) else None))
+        return self.model
+
+    def concept(self, page, c):
+        sid, fn = c["id"], c["function"]
+        main = self.resolve(fn, None, page.file, c.line_of("function"))
+        eqs, rows, cited = [], [], {}
+        for item in c.get("math") or []:
+            if "eq" not in item:
+                eqs.append(dict(kind="text", html=self.md(item, "text")))
+                continue
+            anchor = f"{sid}--{item['eq']}"
+            refs = []
+            for ref in item.get("refs") or []:
+                r = self.resolve(ref["function"], ref["snippet"], page.file, ref.line)
+                if not r:
+                    continue
+                refs.append(dict(role=ref["role"], file=r.file, start=r.start, end=r.end, code=r.code,
+                                 function=ref["function"], href=source_url(r.file) + f"#{line_anchor(r.start, r.end)}",
+                                 github=self.github(r.file, r.start, r.end)))
+                self.model.references.append(dict(page=page.slug, concept=sid, equation=item["eq"], role=ref["role"],
+                                                  file=r.file, start=r.start, end=r.end, code=r.code))
+                for n in range(r.start, r.end + 1):
+                    self.model.cited.setdefault((r.file, n), []).append(
+                        (f"{page.slug}.html#{anchor}", f"{page.meta['title']}: {item['name']}"))
+                    if main and r.file == main.file:
+                        cited.setdefault(n, []).append(dict(href=f"#{anchor}", label=item["name"]))
+            if not any(x["role"] in ("computes", "inline", "derived") for x in refs):
+                self.problems.append(Problem(page.file, item.line, f"equation '{item['eq']}' has no 'computes', "
+                                             "'inline' or 'derived' reference", "cite the line that computes it",
+                                             strict=True))
+            if not any(x["role"] == "tests" for x in refs):
+                self.problems.append(Problem(page.file, item.line, f"equation '{item['eq']}' has no 'tests' reference",
+                                             "cite a test line that checks it", warning=True))
+            eqs.append(dict(kind="eq", id=item["eq"], anchor=anchor, name=item["name"], derived=bool(item.get("derived")),
+                            html=self.r.tex(item["tex"], True, page.file, item.line_of("tex")), refs=refs))
+            rows += [dict(eq=item["name"], anchor=anchor, **x) for x in refs]
+        return dict(
+            kind="concept", id=sid, title=c["title"], name=c.get("name", c["title"]), group=c.get("group", ""),
+            function=fn, short=fn.split(".")[-1], main=main,
+            status=self.status(fn),
+            what=self.md(c, "what"), why=self.md(c, "why"),
+            notes=[dict(kind=k, html=self.r.md(v, page.file, n.line)) for n in c.get("notes") or [] for k, v in n.items()],
+            math=eqs, after_math=self.md(c, "after_math"),
+            symbols=self.symbols(page, c),
+            examples=self.examples(page, c),
+            shapes=self.shape_blocks(page, c),
+            listing=self.r.listing(main.file, main.start, main.end, cited) if main else [],
+            listing_info=dict(file=main.file, short=short_file(main.file), href=source_url(main.file) + f"#{line_anchor(main.start, main.end)}",
+                              github=self.github(main.file, main.start, main.end), start=main.start, end=main.end) if main else None,
+            listings=self.extra_listings(page, c),
+            connection=rows,
+            implemented=[x for x in rows if x["role"] != "tests"],
+            used=self.used(fn),
+            flow=self.flow(fn) if c.get("flow") else None,
+            update=self.md(c, "update"),
+            paper=self.paper(page, c),
+        )
+
+    def status(self, fn):
+        try:
+            self.index.function(fn)
+        except KeyError:
+            return "Missing"
+        return "Implemented, tested" if self.index.tested_by(fn) else "Implemented, no test reaches it"
+
+    def symbols(self, page, c):
+        out = []
+        fn_shapes = self.shapes.get(c["function"], {})
+        for s in c.get("symbols") or []:
+            declared = str(s["shape"])
+            info = fn_shapes.get(str(s["code"]))
+            if info is not None and declared.startswith("("):
+                from site_builder.shapes import check_declared
+                err = check_declared(declared, info)
+                if err:
+                    self.problems.append(Problem(page.file, s.line_of("shape"), err,
+                                                 "correct the declared shape"))
+            out.append(dict(tex=self.r.tex(str(s["tex"]), False, page.file, s.line_of("tex")),
+                            meaning=self.r.md(s["meaning"], page.file, s.line_of("meaning"), inline=True),
+                            code=str(s["code"]), shape=declared,
+                            checked=info is not None and declared.startswith("(")))
+        return out
+
+    def examples(self, page, c):
+        out = []
+        for e in c.get("examples") or []:
+            result = run_example(self.root, e["run"], page.file, e.line_of("run"), self.problems)
+            self.model.examples_run += 1
+            if result is None:
+                continue
+            for block in result.blocks:
+                if block.get("file"):
+                    block["href"] = source_url(block["file"])
+            out.append(dict(title=e["title"], hand_picked=self.md(e, "hand_picked"), caption=self.md(e, "caption"),
+                            source=result.source, blocks=result.blocks, id=f"{c['id']}--ex-{len(out) + 1}"))
+        return out
+
+    def shape_blocks(self, page, c):
+        from site_builder.shapes import legend
+        out = []
+        for s in c.get("shapes") or []:
+            fn = s.get("function", c["function"])
+            at = self.resolve(fn, s["at"], page.file, s.line_of("at")) if s.get("at") else None
+            infos = self.shapes.get(fn, {})
+            rows = []
+            for name in s["names"]:
+                info = infos.get(str(name))
+                if info is None:
+                    self.problems.append(Problem(page.file, s.line_of("names"),
+                                                 f"no shape recorded for '{name}' in {fn}",
+                                                 f"names the probe saw: {', '.join(sorted(infos)) or 'none'}"))
+                    continue
+                label = "out" if str(name).startswith("return") else str(name)
+                rows.append(dict(name=label, symbolic=info.symbolic, concrete=info.concrete_str))
+            out.append(dict(title=s["title"], rows=rows, note=self.md(s, "note"),
+                            legend=legend([r["symbolic"] for r in rows], self.site["config"]),
+                            at=dict(label=f"{short_file(at.file)}:{at.start}", href=source_url(at.file) + f"#L{at.start}") if at else None))
+        return out
+
+    def extra_listings(self, page, c):
+        out = []
+        for item in c.get("listings") or []:
+            r = self.resolve(item["function"], item.get("snippet"), page.file, item.line)
+            if r:
+                out.append(dict(caption=self.md(item, "caption"), file=r.file, short=short_file(r.file),
+                                function=item["function"].split(".")[-1],
+                                href=source_url(r.file) + f"#{line_anchor(r.start, r.end)}",
+                                github=self.github(r.file, r.start, r.end),
+                                rows=self.r.listing(r.file, r.start, r.end)))
+        return out
+
+    def used(self, fn):
+        try:
+            self.index.function(fn)
+        except KeyError:
+            return None
+        called_by = [dict(line=line, **self.fn_link(caller)) for caller, line in self.index.called_by(fn)]
+        calls = [self.fn_link(q) for q in self.index.calls(fn)]
+        direct, through = [], []
+        for link in self.index.tested_by(fn):
+            entry = self.fn_link(link.test)
+            if link.direct:
+                direct.append(entry)
+            else:
+                entry["via"] = [self.fn_link(q) for q in link.path[1:-1]]
+                through.append(entry)
+        return dict(called_by=called_by, calls=calls, tested_direct=direct, tested_through=through)
+
+    def flow(self, fn):
+        steps = []
+        for st in self.index.flow_steps(fn):
+            f = self.index.function(fn)
+            step = dict(line=st.line, end=st.end_line, text=st.text, kind=st.kind, grads=list(st.grads),
+                        href=source_url(f.file) + f"#{line_anchor(st.line, st.end_line)}",
+                        label=f"{short_file(f.file)}:{st.line}")
+            if st.callee:
+                step["callee"] = self.fn_link(st.callee)
+                try:
+                    g = self.index.function(st.callee)
+                    step["callee_lines"] = f"{short_file(g.file)}:{g.start}-{g.end}"
+                except KeyError:
+                    pass
+            steps.append(step)
+        return steps
+
+    def paper(self, page, c):
+        p = c.get("paper")
+        if not p:
+            return None
+        papers = self.content.site.get("papers") or {}
+        entry = papers.get(p["key"])
+        if entry is None:
+            self.problems.append(Problem(page.file, p.line_of("key"), f"unknown paper '{p['key']}'",
+                                         f"add it under 'papers' in content/site.yaml; known: {', '.join(papers)}"))
+            return None
+        first_author = str(entry["authors"]).split(",")[0].split(" and ")[0].strip()
+        where = ", ".join(x for x in (f"Section {p['section']}" if p.get("section") else "",
+                                       f"Eq. {p['equation']}" if p.get("equation") else "",
+                                       f"p. {p['page']}" if p.get("page") else "") if x)
+        return dict(cite=f"{first_author} et al. {entry['year']}", title=entry["title"], url=entry.get("url"), where=where)
+
+    # -- special sections -----------------------------------------------------------------
+    def caches(self, page, s):
+        rows = []
+        fwd, bwd = s["forward"], s["backward"]
+        reads = {r.key: r for r in self.index.cache_reads(bwd)}
+        build = self.index.cache_builds(fwd)
+        assigned = {a[0]: a for a in self.index.cache_assignments(fwd)}
+        if build is None:
+            self.problems.append(Problem(page.file, s.line_of("forward"), f"{fwd} returns no cache dict",
+                                         "name a forward function whose return statement builds dict(...)"))
+            return dict(kind="caches", id=s["id"], title=s["title"], rows=[], intro="", after="")
+        self.model.documented.update({fwd, bwd})
+        holds = s.get("holds") or {}
+        for key, var in build.key_vars:
+            producer = assigned.get(var)
+            producer_fn = producer[1] if producer else None
+            pb = self.index.cache_builds(producer_fn) if producer_fn else None
+            items = []
+            for k in (pb.keys if pb else ()):
+                if k not in holds:
+                    self.problems.append(Problem(page.file, s.line_of("holds"), f"the cache of {producer_fn} holds '{k}', "
+                                                 "but 'holds' does not describe it", f"add '{k}: ...' under holds"))
+                items.append(dict(key=k, html=self.r.md(holds.get(k, ""), page.file, s.line_of("holds"), inline=True)))
+            read = reads.get(key)
+            pf = self.index.function(producer_fn) if producer_fn else None
+            rows.append(dict(
+                key=key, items=items,
+                built=dict(label=f"{short_file(pf.file)}:{pb.line}", href=source_url(pf.file) + f"#L{pb.line}") if pb else None,
+                producer=self.fn_link(producer_fn) if producer_fn else None,
+                reader=self.fn_link(read.passed_to) if read and read.passed_to else None,
+                read_at=dict(label=f"{short_file(self.index.function(bwd).file)}:{read.line}",
+                             href=source_url(self.index.function(bwd).file) + f"#L{read.line}") if read else None))
+        return dict(kind="caches", id=s["id"], title=s["title"], rows=rows,
+                    intro=self.md(s, "intro"), after=self.md(s, "after"))
+
+    def params(self, page, s):
+        from site_builder.params import param_rows
+        rows = []
+        roles = s.get("roles") or {}
+        prefix = s.get("block", "b{l}.")
+        for row in param_rows(self.site["config"]):
+            if not row.pattern.startswith(prefix):
+                continue
+            short = row.pattern[len(prefix):]
+            if short not in roles:
+                self.problems.append(Problem(page.file, s.line_of("roles"), f"no role for parameter '{row.pattern}'",
+                                             f"add '{short}: ...' under roles"))
+            rows.append(dict(row=row, role=self.r.md(roles.get(short, ""), page.file, s.line_of("roles"), inline=True),
+                             href=source_url(row.file) + f"#L{row.line}", at=f"{short_file(row.file)}:{row.line}"))
+        for short in roles:
+            if not any(r["row"].pattern == prefix + short for r in rows):
+                self.problems.append(Problem(page.file, s.line_of("roles"), f"'{short}' is not a parameter of one block",
+                                             "remove it from roles"))
+        return dict(kind="params", id=s["id"], title=s["title"], rows=rows,
+                    intro=self.md(s, "intro"), after=self.md(s, "after"))

@@ -1,0 +1,33 @@
+"""One shape for every build failure: `file:line: what is wrong (how to fix it)`.
+
+Stages append Problems instead of raising, so one build reports all of them. `strict`
+problems (a broken link, an undocumented function) fail only `check`; the rest fail any build.
+"""
+import difflib
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    file: str
+    line: int
+    message: str
+    fix: str = ""
+    strict: bool = False     # fails `check` only
+    warning: bool = False    # reported, fails nothing
+
+    def __str__(self):
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        fix = f" ({self.fix})" if self.fix else ""
+        return f"{where}: {self.message}{fix}"
+
+
+class BuildFailed(Exception):
+    def __init__(self, problems):
+        super().__init__(f"{len(problems)} problem(s)")
+        self.problems = sorted(problems)
+
+
+def did_you_mean(word, choices):
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f"did you mean '{close[0]}'?" if close else ""
