@@ -10,6 +10,7 @@ Examples are imported from their file path, so content needs no package structur
 example that raises becomes a Problem naming the example and the model line that raised.
 """
 import importlib.util
+import inspect
 import sys
 import traceback
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from site_builder.problems import Problem
+from site_builder.trace import resolve_qualname
 
 DECIMALS = 4
 
@@ -67,6 +69,8 @@ def value_of(trace, name):
     for step in reversed(trace.steps):
         if name in step.locals:
             return step.locals[name]
+    if name in trace.arguments:
+        return trace.arguments[name]
     raise KeyError(f"{trace.function} has no local named '{name}'")
 
 
@@ -76,8 +80,9 @@ def code_line(trace, name):
         last = trace.steps[-1]
         return last.line, last.code
     step = step_of(trace, name)
-    if step is None:
-        return trace.def_line, trace.def_code
+    if step is None:                      # an argument: point at the def line
+        lines, start = inspect.getsourcelines(resolve_qualname(trace.function))
+        return start, lines[0].strip()
     return step.line, step.code
 
 

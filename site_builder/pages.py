@@ -197,7 +197,7 @@ class PageBuilder:
         return out
 
     def shape_blocks(self, page, c):
-        from site_builder.shapes import legend
+        from site_builder.shapes import legend_text
         out = []
         for s in c.get("shapes") or []:
             fn = s.get("function", c["function"])
@@ -212,9 +212,9 @@ class PageBuilder:
                                                  f"names the probe saw: {', '.join(sorted(infos)) or 'none'}"))
                     continue
                 label = "out" if str(name).startswith("return") else str(name)
-                rows.append(dict(name=label, symbolic=info.symbolic, concrete=info.concrete_str))
+                rows.append(dict(name=label, symbolic=info.symbolic, concrete=info.concrete_str, info=info))
             out.append(dict(title=s["title"], rows=rows, note=self.md(s, "note"),
-                            legend=legend([r["symbolic"] for r in rows], self.site["config"]),
+                            legend=legend_text([r.pop("info") for r in rows]),
                             at=dict(label=f"{short_file(at.file)}:{at.start}", href=source_url(at.file) + f"#L{at.start}") if at else None))
         return out
 
@@ -253,7 +253,7 @@ class PageBuilder:
             f = self.index.function(fn)
             step = dict(line=st.line, end=st.end_line, text=st.text, kind=st.kind, grads=list(st.grads),
                         href=source_url(f.file) + f"#{line_anchor(st.line, st.end_line)}",
-                        label=f"{short_file(f.file)}:{st.line}")
+                        label=f"{short_file(f.file)}:{st.line}", callee=None, callee_lines=None)
             if st.callee:
                 step["callee"] = self.fn_link(st.callee)
                 try:
@@ -306,7 +306,7 @@ class PageBuilder:
             read = reads.get(key)
             pf = self.index.function(producer_fn) if producer_fn else None
             rows.append(dict(
-                key=key, items=items,
+                key=key, held=items,
                 built=dict(label=f"{short_file(pf.file)}:{pb.line}", href=source_url(pf.file) + f"#L{pb.line}") if pb else None,
                 producer=self.fn_link(producer_fn) if producer_fn else None,
                 reader=self.fn_link(read.passed_to) if read and read.passed_to else None,

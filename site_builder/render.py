@@ -123,8 +123,11 @@ class Renderer:
 
 
 def pygments_css():
-    """Light and dark token colours, scoped so the theme switch only changes a class on <html>."""
-    light = HtmlFormatter(style="friendly").get_style_defs(".hl")
-    dark = HtmlFormatter(style="monokai").get_style_defs(":root.dark .hl")
-    dark = re.sub(r"^(:root\.dark \.hl\s*\{[^}]*background[^}]*\})", "", dark, flags=re.M)
-    return light + "\n@media screen {\n" + dark + "\n}\n"
+    """Token colours for light, and for dark either chosen or from the system preference."""
+    def rules(style, prefix):
+        lines = HtmlFormatter(style=style).get_style_defs(prefix).splitlines()
+        return "\n".join(l for l in lines if l.startswith(prefix + " .") and not l.startswith(prefix + " .hll"))
+    dark = ':root[data-theme="dark"] .hl'
+    system = ':root:not([data-theme="light"]) .hl'
+    return (rules("friendly", ".hl") + "\n" + rules("monokai", dark) +
+            "\n@media (prefers-color-scheme: dark) {\n" + rules("monokai", system) + "\n}\n")

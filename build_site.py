@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Build the documentation site.
+
+  python build_site.py [--out DIR]          build into site/ (or DIR)
+  python build_site.py check [--out DIR]    build strictly: every problem listed, exit 1 if any
+  python build_site.py serve [--port N]     serve on 127.0.0.1 and rebuild on change
+"""
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", nargs="?", default="build", choices=("build", "check", "serve"))
+    parser.add_argument("--out", type=Path, default=ROOT / "site", help="output folder (default: site/)")
+    parser.add_argument("--port", type=int, default=8000, help="port for serve (default 8000)")
+    parser.add_argument("--host", default="127.0.0.1", help="address for serve (default 127.0.0.1)")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    args = parser.parse_args(argv)
+
+    from site_builder.problems import BuildFailed
+    from site_builder.write import OutputLocked
+    if args.command == "serve":
+        from site_builder.serve import serve
+        return serve(ROOT, args.out, args.host, args.port)
+    try:
+        from site_builder.build import build
+        result = build(ROOT, args.out, strict=args.command == "check")
+    except BuildFailed as e:
+        for p in e.problems:
+            print(p, file=sys.stderr)
+        print(f"build failed: {len(e.problems)} problem(s); the last good site in {args.out} is untouched",
+              file=sys.stderr)
+        return 1
+    except OutputLocked as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # a bug in the builder: say so in one line unless --debug
+        if args.debug:
+            raise
+        print(f"internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)", file=sys.stderr)
+        return 1
+    for w in result.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    print(result.summary())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""The orchestration, after MkDocs' build(): gather everything, render everything in memory,
+validate links and anchors in a separate pass, and only then write.
+
+Problems from every stage are collected into one list. A normal build fails on errors
+(a reference that no longer resolves, a TeX error, an example that raises); `check`
+(strict) also fails on broken links, undocumented public functions and equations with no
+code. Either way the report lists every problem, and nothing is written unless it passed.
+"""
+import json
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from site_builder.content import load_content
+from site_builder.links import check_links
+from site_builder.pages import PageBuilder
+from site_builder.problems import Problem, BuildFailed
+from site_builder.render import Renderer, make_environment, pygments_css, source_url
+from site_builder.source_index import build_index, SourceError
+from site_builder.write import write_site, output_lock
+
+SHIPPED_STATIC = ("site.css", "js/")
+SHIPPED_KATEX = ("vendor/katex/katex.min.css", "vendor/katex/fonts/", "vendor/katex/LICENSE")
+
+
+@dataclass
+class BuildResult:
+    pages: int
+    source_pages: int
+    references: int
+    examples_run: int
+    examples_cached: int
+    seconds: float
+    warnings: list
+
+    def summary(self):
+        return (f"built {self.pages} pages and {self.source_pages} source pages, {self.references} references, "
+                f"{self.examples_run} examples run ({self.examples_cached} from cache) in {self.seconds:.2f} s")
+
+
+def git_commit(root: Path):
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def default_config(root: Path):
+    """The documented config: ModelConfig defaults, with the vocabulary of the shipped corpus."""
+    from model.config import ModelConfig
+    from model.data import CharTokenizer, load_corpus, DEFAULT_CORPUS
+    return ModelConfig(vocab_size=len(CharTokenizer(load_corpus(DEFAULT_CORPUS)).chars))
+
+
+def static_files(root: Path):
+    files = {}
+    static = root / "static"
+    for entry in SHIPPED_STATIC + SHIPPED_KATEX:
+        base = static / entry
+        paths = sorted(p for p in base.rglob("*") if p.is_file()) if entry.endswith("/") else [base]
+        for p in paths:
+            files["static/" + p.relative_to(static).as_posix()] = p.read_bytes()
+    files["static/pygments.css"] = pygments_css().encode()
+    return files
+
+
+def gather(root: Path, problems: list):
+    """Everything the pages need, with no file written: content, index, shapes, view models."""
+    content = load_content(root, problems)
+    try:
+        index = build_index(root)
+    except SourceError as e:
+        problems.append(Problem(e.file, e.line, e.message, "fix the syntax error"))
+        return None
+    from site_builder.shapes import infer_shapes
+    cfg = default_config(root)
+    shapes = infer_shapes(vocab_size=cfg.vocab_size)
+    commit = git_commit(root)
+    site_info = dict(repo_url=str(content.site.get("repo_url", "")).rstrip("/"),
+                     branch=content.site.get("branch", "main"), commit=commit, config=cfg)
+    renderer = Renderer(root, index, problems)
+    model = PageBuilder(root, content, index, renderer, shapes, problems, site_info).build()
+    return content, index, renderer, model, site_info
+
+
+def render_all(root, content, index, renderer, model, site_info):
+    """-> ({relative path: bytes}, {relative path: content file it came from})."""
+    env = make_environment(root)
+    commit = site_info["commit"]
+    built_from = (f"Built from commit {commit[:12]}" if commit else "Built outside a git checkout (no commit to cite)")
+    source_files = sorted(f for f in index.files if f.startswith("model/")) + sorted(model.cited_files)
+    nav = [dict(slug=p["slug"], title=p["title"], summary=p["summary"]) for p in model.pages]
+    common = dict(site=dict(title=content.site.get("title", "Documentation"), description=content.site.get("description", "")),
+                  nav=nav, source_files=source_files, built_from=built_from)
+    titles = {p["slug"]: p["title"] for p in model.pages}
+    files, origin = {}, {}
+    for page in model.pages:
+        html = env.get_template("page.html").render(
+            page=page, title=page["title"], description=page["summary"], root="", current=page["slug"],
+            prev_href=f"{page['prev']}.html" if page["prev"] else "index.html",
+            prev_title=titles.get(page["prev"], "Overview"),
+            next_href=f"{page['next']}.html" if page["next"] else None, next_title=titles.get(page["next"]), **common)
+        files[f"{page['slug']}.html"] = html.encode()
+        origin[f"{page['slug']}.html"] = page["file"]
+    for f in source_files:
+        depth = f.count("/") + 1
+        rows = [dict(n=i + 1, html=h, cited=model.cited.get((f, i + 1), []))
+                for i, h in enumerate(renderer.highlighted_lines(f))]
+        github = f"{site_info['repo_url']}/blob/{commit or site_info['branch']}/{f}"
+        html = env.get_template("source.html").render(
+            file=f, lines=rows, commit=commit, github=github, branch=site_info["branch"],
+            cited_count=sum(1 for r in rows if r["cited"]), title=f, description=f"Source of {f}",
+            root="../" * depth, current="source:" + f, prev_href=None, next_href=None, **common)
+        files[source_url(f)] = html.encode()
+    from site_builder.params import count_by_group
+    cfg = site_info["config"]
+    size = dict(config=f"ModelConfig({', '.join(f'{k}={v}' for k, v in cfg.to_dict().items())}), vocabulary from the shipped corpus.",
+                groups=list(count_by_group(cfg).items()))
+    size["total"] = sum(n for _, n in size["groups"])
+    files["index.html"] = env.get_template("index.html").render(
+        title="Overview", description=common["site"]["description"], root="", current="index", size=size,
+        prev_href=None, next_href=f"{nav[0]['slug']}.html" if nav else None,
+        next_title=nav[0]["title"] if nav else None, **common).encode()
+    origin["index.html"] = "content/site.yaml"
+    files.update(static_files(root))
+    refs = dict(commit=commit, references=model.references)
+    files["references.json"] = (json.dumps(refs, indent=1, sort_keys=True) + "\n").encode()
+    return files, origin
+
+
+def strict_checks(index, model, problems):
+    for qualname in index.public_functions("model"):
+        if qualname not in model.documented:
+            f = index.function(qualname)
+            problems.append(Problem(f.file, f.start, f"public function {qualname} is cited by no page",
+                                    "document it on a page, or make it private with a leading underscore", strict=True))
+
+
+def build(root: Path, out: Path, strict=False):
+    """Build the site into `out`. Raises BuildFailed with every problem; writes nothing then."""
+    t0 = time.perf_counter()
+    problems = []
+    gathered = gather(root, problems)
+    if gathered is None:
+        raise BuildFailed(problems)
+    content, index, renderer, model, site_info = gathered
+    files, origin = render_all(root, content, index, renderer, model, site_info)
+    check_links(files, origin, problems)
+    strict_checks(index, model, problems)
+    failing = [p for p in problems if not p.warning and (strict or not p.strict)]
+    if failing:
+        raise BuildFailed(failing)
+    with output_lock(out):
+        write_site(files, out)
+    return BuildResult(pages=len(model.pages) + 1, source_pages=sum(1 for f in files if f.startswith("source/")),
+                       references=len(model.references), examples_run=model.examples_run, examples_cached=0,
+                       seconds=time.perf_counter() - t0,
+                       warnings=[p for p in problems if p.warning or (p.strict and not strict)])

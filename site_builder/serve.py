@@ -1,0 +1,689 @@
+"""`python build_site.py serve`: serve the built site locally and rebuild it on every change.
+
+Trade-offs, and why this module makes the choices it does:
+
+- Standard library server. `http.server.ThreadingHTTPServer` (a thread per connection) plus
+  `watchfiles` for change events, no framework. It is meant for one person previewing on
+  their own machine, not for production: no TLS, no caching beyond `Cache-Control: no-cache`,
+  no range requests. It binds 127.0.0.1 unless `--host` says otherwise, and warns loudly
+  when the address is not a loopback one.
+- Refuse, don't normalise. A request path with `..` or `.` segments, empty segments (`//`),
+  an encoded slash or backslash (`%2f`, `%5c`), a backslash, a NUL byte or invalid UTF-8 is
+  a 404 outright (browsers normalise dot segments before sending, so no real link needs
+  them). What remains is joined to the output folder, its *real* path is resolved (following
+  every symlink) and it must lie inside the real output folder. Only regular files are
+  served; a folder serves its index.html or nothing (no listings).
+- The build runs in this process, one at a time. That keeps rebuilds fast (NumPy, Jinja2
+  and the JavaScript engine for KaTeX stay loaded), at a price: Python caches imported
+  modules, so after a `.py` file under `model/`, `site_builder/` or `tests/` changes, those
+  modules are dropped from `sys.modules` before the next build so the site documents and
+  runs the code as it is now. This module itself is never reloaded: edit serve.py, restart.
+  A rebuild that is already running cannot be interrupted; changes during a build schedule
+  exactly one more build after it.
+- Live reload is injected by the server into HTML responses (the files on disk stay as
+  built, so two builds stay byte-identical). The injected script long-polls `/__reload`,
+  which answers at once if the site state changed since the page was served, or after
+  about 15 s otherwise. Long-polling needs nothing beyond plain HTTP/1.1; its cost, shared
+  with EventSource, is one held connection per tab against the browser's limit of about six
+  per host, so only visible tabs poll. When the server goes away the script backs off
+  quietly (up to 10 s between tries) and never touches the page.
+- A failed build leaves the last good site in place (the writer swaps folders by rename)
+  and the server renders the problem list into every HTML page as a fixed, dismissable box,
+  escaped, on the server side, so it shows without JavaScript too. The state token the
+  script compares covers both "a new good build" and "the problem list changed", so the
+  page reloads for either; `/__errors` serves the same list as JSON for tools.
+- Quiet: no line per request; one line per build.
+"""
+import errno
+import html
+import importlib
+import ipaddress
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import socketserver
+import sys
+import threading
+import time
+import traceback
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, quote, unquote
+
+WATCHED_DIRS = ("content", "templates", "static", "model", "tests", "site_builder")
+CODE_DIRS = ("model", "site_builder", "tests")   # .py edits here mean: re-import before building
+POLL_SECONDS = 15.0
+
+CONTENT_TYPES = {
+    ".html": "text/html; charset=utf-8", ".htm": "text/html; charset=utf-8",
+    ".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+    ".mjs": "text/javascript; charset=utf-8", ".json": "application/json", ".map": "application/json",
+    ".txt": "text/plain; charset=utf-8", ".xml": "application/xml",
+    ".woff2": "font/woff2", ".woff": "font/woff", ".ttf": "font/ttf",
+    ".svg": "image/svg+xml", ".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
+    ".gif": "image/gif", ".webp": "image/webp", ".ico": "image/x-icon", ".wasm": "application/wasm",
+}
+
+# Served at /__reload.js; the page gets <script src="/__reload.js" data-token="..."> (an external
+# script, so it keeps working if the site ever adds a Content-Security-Policy).
+RELOAD_JS = """\
+// Injected by `python build_site.py serve`; not part of the built site.
+(() => {
+  const token = document.currentScript.dataset.token, key = "serve-dismissed";
+  const box = document.getElementById("serve-overlay");
+  if (box) {
+    let gone = null; try { gone = sessionStorage.getItem(key); } catch (e) {}
+    if (gone === token) box.remove();
+    else box.querySelector("button").addEventListener("click", () => {
+      box.remove(); try { sessionStorage.setItem(key, token); } catch (e) {}
+    });
+  }
+  let busy = false, delay = 1000;
+  const poll = () => {
+    if (busy || document.hidden) return;
+    busy = true;
+    fetch("/__reload?since=" + encodeURIComponent(token), {cache: "no-store"})
+      .then(r => r.ok ? r.json() : Promise.reject(r.status))
+      .then(s => { busy = false; delay = 1000; if (s.token !== token) location.reload(); else poll(); })
+      .catch(() => { busy = false; setTimeout(poll, delay); delay = Math.min(2 * delay, 10000); });
+  };
+  document.addEventListener("visibilitychange", poll);
+  poll();
+})();
+"""
+
+NOT_FOUND_HTML = ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Not found</title></head>"
+                  "<body><h1>Not found</h1><p>{message}</p><p><a href=\"/\">Home</a></p></body></html>\n")
+
+OVERLAY_STYLE = ("position:fixed;z-index:2147483647;left:1rem;right:1rem;bottom:1rem;max-height:60vh;"
+                 "overflow:auto;box-sizing:border-box;margin:0;padding:.9rem 1.1rem;background:#fff4f4;"
+                 "color:#3a0606;border:2px solid #b00020;border-radius:6px;box-shadow:0 6px 24px rgba(0,0,0,.35);"
+                 "font:14px/1.45 system-ui,sans-serif;text-align:left")
+OVERLAY_BUTTON_STYLE = ("float:right;margin:0 0 .5rem 1rem;padding:.15rem .6rem;font:inherit;cursor:pointer;"
+                        "color:#3a0606;background:#fff;border:1px solid #b00020;border-radius:4px")
+OVERLAY_LIST_STYLE = ("margin:.5rem 0 0;padding-left:1.6rem;font:13px/1.4 ui-monospace,Menlo,Consolas,monospace;"
+                      "white-space:pre-wrap;overflow-wrap:anywhere")
+
+
+def _log(line):
+    print(line, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Which host is safe, and which path is which file
+
+
+def is_loopback(host: str) -> bool:
+    """True if `host` only reaches this machine (127.0.0.0/8, ::1, or a name resolving only to those)."""
+    host = host.strip().strip("[]")
+    if not host:
+        return False        # "" binds every interface
+    try:
+        addrs = [ipaddress.ip_address(host)]
+    except ValueError:
+        try:
+            infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+        except (OSError, UnicodeError):
+            return False
+        addrs = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+    def loop(a):
+        mapped = getattr(a, "ipv4_mapped", None)
+        return a.is_loopback or (mapped is not None and mapped.is_loopback)
+    return bool(addrs) and all(loop(a) for a in addrs)
+
+
+def host_warning(host: str):
+    """The warning to print before serving on `host`, or None when it is a loopback address."""
+    if is_loopback(host):
+        return None
+    shown = host or "0.0.0.0"
+    return (f"warning: serving on {shown}: anyone on your network can read these files "
+            f"(use --host 127.0.0.1 to keep them on this machine)")
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def resolve_request_path(out, raw_path: str):
+    """Map a request path (query already removed) to ("file", real path), ("redirect", location) or None.
+
+    None means 404: anything that is not a plain path to a regular file (or a folder with an
+    index.html) whose real path is inside the real output folder.
+    """
+    if not raw_path.startswith("/") or "\\" in raw_path or "\x00" in raw_path:
+        return None
+    lowered = raw_path.lower()
+    if "%2f" in lowered or "%5c" in lowered or "%00" in lowered:
+        return None
+    try:
+        path = unquote(raw_path, errors="strict")
+    except UnicodeDecodeError:
+        return None
+    if "\\" in path or "\x00" in path:
+        return None
+    parts = path[1:].split("/")
+    trailing_slash = len(parts) > 1 and parts[-1] == ""
+    if parts[-1] == "":
+        parts = parts[:-1]
+    if any(p in ("", ".", "..") for p in parts):
+        return None
+    root = os.path.realpath(out)
+    target = os.path.realpath(os.path.join(root, *parts))
+    if not _inside(target, root):
+        return None
+    if os.path.isdir(target):
+        if parts and not trailing_slash:
+            return ("redirect", "/" + "/".join(quote(p) for p in parts) + "/")
+        target = os.path.realpath(os.path.join(target, "index.html"))
+        if not _inside(target, root):
+            return None
+    elif trailing_slash:
+        return None
+    if not os.path.isfile(target):
+        return None
+    return ("file", target)
+
+
+def content_type(path: str) -> str:
+    return CONTENT_TYPES.get(os.path.splitext(path)[1].lower(), "application/octet-stream")
+
+
+# ---------------------------------------------------------------------------------------------
+# What the pages should show: the build generation and the current problems
+
+
+class SiteState:
+    """Thread-safe: the count of good builds, the problems of the last failed one, and a token
+    that changes whenever either changes (plus a per-process part, so a restarted server
+    reloads open pages)."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._instance = secrets.token_hex(4)
+        self.generation = 0          # incremented after each successful build
+        self.problems = []           # problem lines of the last build, if it failed
+        self._errors_version = 0     # incremented when the problem list changes
+        self._closed = False
+
+    def _token(self):
+        return f"{self._instance}-{self.generation}-{self._errors_version}"
+
+    def snapshot(self) -> dict:
+        with self._cond:
+            return dict(token=self._token(), generation=self.generation, problems=list(self.problems))
+
+    def succeeded(self):
+        with self._cond:
+            self.generation += 1
+            if self.problems:
+                self.problems = []
+                self._errors_version += 1
+            self._cond.notify_all()
+
+    def failed(self, lines):
+        with self._cond:
+            lines = list(lines)
+            if lines != self.problems:
+                self.problems = lines
+                self._errors_version += 1
+                self._cond.notify_all()
+
+    def wait_for_change(self, since: str, timeout: float) -> dict:
+        """Block until the token differs from `since` (or timeout, or close), then snapshot."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._token() == since and not self._closed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+        return self.snapshot()
+
+    @property
+    def closed(self):
+        return self._closed
+
+    def close(self):
+        """Release every waiting long-poll (used when the server stops)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+
+def overlay_html(problems, no_site=False) -> str:
+    n = len(problems)
+    head = (f"The last build failed with {n} problem{'s' if n != 1 else ''}. "
+            + ("No site has been built yet." if no_site else "You are seeing the last good build."))
+    items = "".join(f"<li>{html.escape(p)}</li>" for p in problems)
+    return (f'<div id="serve-overlay" role="alert" style="{OVERLAY_STYLE}">'
+            f'<button type="button" aria-label="Dismiss the build problems" style="{OVERLAY_BUTTON_STYLE}">Dismiss</button>'
+            f"<strong>{html.escape(head)}</strong>"
+            f'<ol style="{OVERLAY_LIST_STYLE}">{items}</ol>'
+            f"<p style=\"margin:.5rem 0 0;font-size:12px\">Fix them and save: the page reloads after the next good build.</p>"
+            f"</div>\n")
+
+
+def inject(page: bytes, snippet: str) -> bytes:
+    """Insert `snippet` before the last </body> (or at the end when there is none)."""
+    data = snippet.encode()
+    at = page.lower().rfind(b"</body>")
+    return page + data if at < 0 else page[:at] + data + page[at:]
+
+
+# ---------------------------------------------------------------------------------------------
+# HTTP
+
+
+class SiteHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "build_site-serve"
+    sys_version = ""
+    timeout = 60              # drop idle keep-alive connections
+    disable_nagle_algorithm = True   # headers and body are separate writes: don't wait 40 ms for an ACK
+
+    def log_message(self, format, *args):   # quiet: no line per request
+        pass
+
+    def version_string(self):
+        return self.server_version
+
+    def do_GET(self):
+        self._respond(body=True)
+
+    def do_HEAD(self):
+        self._respond(body=False)
+
+    def __getattr__(self, name):
+        # http.server looks up do_<METHOD>; every method but GET and HEAD is a 405.
+        if name.startswith("do_"):
+            return self._not_allowed
+        raise AttributeError(name)
+
+    def _not_allowed(self):
+        self.close_connection = True          # any request body is left unread
+        self._send(405, b"405 method not allowed: only GET and HEAD\n", "text/plain; charset=utf-8",
+                   body=self.command != "HEAD", extra={"Allow": "GET, HEAD", "Connection": "close"})
+
+    def _send(self, status, data: bytes, ctype: str, body=True, extra=None, cache="no-cache"):
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Cache-Control", cache)
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        if body:
+            self.wfile.write(data)
+
+    def _decorations(self, snapshot) -> str:
+        """What goes before </body> of every HTML response: the overlay (if any) and the script."""
+        out = ""
+        if snapshot["problems"]:
+            out += overlay_html(snapshot["problems"], no_site=not os.path.isdir(self.server.out))
+        return out + f'<script src="/__reload.js" data-token="{html.escape(snapshot["token"])}"></script>\n'
+
+    def _respond(self, body):
+        raw, _, query = self.path.partition("?")
+        raw = raw.partition("#")[0]
+        state = self.server.state
+        if state.closed:
+            self.close_connection = True       # stopping: let keep-alive clients go
+        if raw == "/__reload":
+            since = parse_qs(query).get("since", [""])[0]
+            snap = state.wait_for_change(since, self.server.poll_seconds if body else 0)
+            return self._send(200, json.dumps(snap).encode(), "application/json", body, cache="no-store")
+        if raw == "/__errors":
+            return self._send(200, json.dumps(state.snapshot()).encode(), "application/json", body, cache="no-store")
+        if raw == "/__reload.js":
+            return self._send(200, RELOAD_JS.encode(), "text/javascript; charset=utf-8", body)
+        out = self.server.out
+        if not os.path.isdir(out):
+            time.sleep(0.05)   # the writer swaps folders with two renames; let it finish
+        found = resolve_request_path(out, raw)
+        if found and found[0] == "redirect":
+            return self._send(301, b"", "text/plain; charset=utf-8", body, extra={"Location": found[1]})
+        if found:
+            try:
+                return self._send_file(found[1], body)
+            except (FileNotFoundError, IsADirectoryError, PermissionError):
+                pass   # vanished (a rebuild swapped the folder) or unreadable: a 404
+        self._not_found(body)
+
+    def _not_found(self, body):
+        no_site = not os.path.isdir(self.server.out)
+        message = "No site has been built yet." if no_site else "There is no such file in the built site."
+        page = NOT_FOUND_HTML.format(message=message).encode()
+        page = inject(page, self._decorations(self.server.state.snapshot()))
+        self._send(404, page, "text/html; charset=utf-8", body)
+
+    def _send_file(self, path, body):
+        ctype = content_type(path)
+        with open(path, "rb") as f:
+            if ctype.startswith("text/html"):
+                page = inject(f.read(), self._decorations(self.server.state.snapshot()))
+                return self._send(200, page, ctype, body)
+            size = os.fstat(f.fileno()).st_size
+            self.send_response(200)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(size))
+            self.send_header("X-Content-Type-Options", "nosniff")
+            self.send_header("Cache-Control", "no-cache")
+            self.end_headers()
+            if body:
+                shutil.copyfileobj(f, self.wfile, 64 * 1024)
+
+
+class SiteServer(ThreadingHTTPServer):
+    """Serves `out` with the given SiteState. Port 0 picks a free port (see `.port`, `.url`)."""
+    daemon_threads = True
+    allow_reuse_address = True     # quick restarts; on Linux this never shares a port in use
+    allow_reuse_port = False
+    request_queue_size = 128
+
+    def __init__(self, out, state=None, host="127.0.0.1", port=0, poll_seconds=POLL_SECONDS):
+        self.out = str(Path(out).absolute())
+        self.state = state if state is not None else SiteState()
+        self.poll_seconds = poll_seconds
+        self._thread = None
+        super().__init__((host, port), SiteHandler)
+
+    def server_bind(self):
+        # HTTPServer.server_bind calls socket.getfqdn(), a reverse DNS lookup that can take seconds.
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = str(self.server_address[0]), self.server_address[1]
+
+    @property
+    def port(self) -> int:
+        return self.server_address[1]
+
+    @property
+    def url(self) -> str:
+        host = self.server_address[0]
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{self.port}/"
+
+    def start(self):
+        """Serve in a background thread (for tests and embedding); returns the thread."""
+        self._thread = threading.Thread(target=self.serve_forever, kwargs=dict(poll_interval=0.05),
+                                        name="serve-http", daemon=True)
+        self._thread.start()
+        return self._thread
+
+    def stop(self):
+        """Stop serve_forever (if started with start()), close the socket, release long-polls."""
+        if self._thread is not None:
+            self.shutdown()
+            self._thread.join(5)
+            self._thread = None
+        self.server_close()
+        self.state.close()
+
+
+class SiteServer6(SiteServer):
+    address_family = socket.AF_INET6
+
+
+def make_server(out, state=None, host="127.0.0.1", port=0, poll_seconds=POLL_SECONDS) -> SiteServer:
+    """Bind (raises OSError, e.g. EADDRINUSE) and return a server; call .start() or .serve_forever()."""
+    cls = SiteServer6 if ":" in host.strip("[]") else SiteServer
+    return cls(out, state, host.strip("[]"), port, poll_seconds)
+
+
+# ---------------------------------------------------------------------------------------------
+# Building: one at a time, in this process
+
+
+def problem_lines(exc, root=None):
+    """The overlay lines for a failed build: each Problem of a BuildFailed, or one line for a crash."""
+    problems = getattr(exc, "problems", None)      # site_builder.problems.BuildFailed (duck-typed:
+    if isinstance(problems, (list, tuple)):        # the module may have been re-imported)
+        return [str(p) for p in problems] or [f"the build failed without naming a problem: {exc}"]
+    file, line = "site_builder", 0
+    if isinstance(exc, SyntaxError) and exc.filename:
+        file, line = exc.filename, exc.lineno or 0
+    else:
+        frames = traceback.extract_tb(exc.__traceback__)
+        ours = [f for f in frames if root and _inside(os.path.realpath(f.filename), os.path.realpath(root))]
+        if ours or frames:
+            file, line = (ours or frames)[-1].filename, (ours or frames)[-1].lineno
+    if root:
+        try:
+            file = Path(file).resolve().relative_to(Path(root).resolve()).as_posix()
+        except ValueError:
+            pass
+    where = f"{file}:{line}" if line else file
+    return [f"{where}: internal error: {type(exc).__name__}: {exc} "
+            f"(an exception rather than a reported problem; `python build_site.py --debug` shows the traceback)"]
+
+
+def _code_fingerprint(root: Path):
+    files = []
+    for d in CODE_DIRS:
+        for p in sorted((root / d).rglob("*.py")):
+            if "__pycache__" in p.parts:
+                continue
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            files.append((str(p), st.st_mtime_ns, st.st_size))
+    return tuple(files)
+
+
+def _forget_modules(root: Path):
+    """Drop the project's modules (except this one and the site_builder package) from sys.modules."""
+    dirs = [os.path.realpath(root / d) for d in CODE_DIRS]
+    keep = {__name__, "site_builder"}
+    for name, mod in list(sys.modules.items()):
+        f = getattr(mod, "__file__", None)
+        if name in keep or not f:
+            continue
+        if any(_inside(os.path.realpath(f), d) for d in dirs):
+            del sys.modules[name]
+    importlib.invalidate_caches()
+
+
+class FreshBuild:
+    """The real build, `site_builder.build.build(root, out, strict=False)`, with the project's
+    modules re-imported first whenever a .py file under model/, site_builder/ or tests/ changed."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self._seen = _code_fingerprint(self.root)
+
+    def __call__(self, root, out):
+        now = _code_fingerprint(self.root)
+        if now != self._seen:
+            _forget_modules(self.root)
+            self._seen = now
+        build = importlib.import_module("site_builder.build").build
+        return build(Path(root), Path(out), strict=False)
+
+
+class Rebuilder:
+    """Runs `build(root, out)` one at a time and records the outcome in `state`.
+
+    run_once() builds now (waiting for a running build first); request() asks the background
+    thread (start()) for a build: requests that arrive while a build runs are merged into one
+    more build after it.
+    """
+
+    def __init__(self, build, root, out, state, log=_log):
+        self.build, self.root, self.out, self.state, self.log = build, Path(root), Path(out), state, log
+        self.builds = 0
+        self._build_lock = threading.Lock()
+        self._cond = threading.Condition()
+        self._pending = False
+        self._changed = set()
+        self._stopping = False
+        self._thread = None
+
+    def run_once(self, reason="") -> bool:
+        with self._build_lock:
+            try:
+                result = self.build(self.root, self.out)
+            except (Exception, SystemExit) as e:
+                lines = problem_lines(e, self.root)
+                self.state.failed(lines)
+                serving = ("still serving the last good site" if self.out.is_dir() else "no site to serve yet")
+                ok, what = False, (f"build failed: {len(lines)} problem{'s' if len(lines) != 1 else ''}; "
+                                   f"{serving}, with the problems shown on every page")
+            else:
+                self.state.succeeded()
+                summary = getattr(result, "summary", None)
+                ok, what = True, (summary() if callable(summary) else "built")
+            finally:
+                self.builds += 1
+            self.log(f"{time.strftime('%H:%M:%S')} {reason}{what}")
+            return ok
+
+    def request(self, changed=()):
+        with self._cond:
+            self._pending = True
+            self._changed.update(changed)
+            self._cond.notify()
+
+    def start(self):
+        self._thread = threading.Thread(target=self._loop, name="serve-rebuild", daemon=True)
+        self._thread.start()
+        return self._thread
+
+    def stop(self, wait=0.0):
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+        if self._thread is not None and wait:
+            self._thread.join(wait)
+
+    def _loop(self):
+        while True:
+            with self._cond:
+                while not self._pending and not self._stopping:
+                    self._cond.wait()
+                if self._stopping:
+                    return
+                changed, self._pending, self._changed = sorted(self._changed), False, set()
+            self.run_once(self._describe(changed))
+
+    def _describe(self, changed):
+        if not changed:
+            return ""
+        names = []
+        for p in changed[:1]:
+            try:
+                names.append(Path(p).resolve().relative_to(self.root.resolve()).as_posix())
+            except ValueError:
+                names.append(str(p))
+        more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
+        return f"{names[0]}{more} changed: "
+
+
+# ---------------------------------------------------------------------------------------------
+# Watching
+
+
+EXTRA_IGNORED = (r"^4913$", r"^#.*#$", r"\.tmp$", r"\.bak$", r"\.orig$", r"\.kate-swp$")
+
+
+class Watcher:
+    """Calls on_change(paths) for changes under root's WATCHED_DIRS, ignoring __pycache__, editor
+    temp files and the output folder (with the writer's temporary and lock files beside it)."""
+
+    def __init__(self, root, out, on_change, dirs=WATCHED_DIRS, log=_log):
+        import watchfiles
+        self._watchfiles = watchfiles
+        self.root = Path(root).resolve()
+        self.out = os.path.realpath(out)
+        self.on_change = on_change
+        self.log = log
+        self.paths = [self.root / d for d in dirs if (self.root / d).is_dir()]
+        self._stop = threading.Event()
+        self._thread = None
+        base = watchfiles.DefaultFilter
+        self._filter = base(ignore_dirs=tuple(base.ignore_dirs) + (".build_cache",),
+                            ignore_entity_patterns=tuple(base.ignore_entity_patterns) + EXTRA_IGNORED)
+        name = re.escape(os.path.basename(self.out))
+        self._writer_files = re.compile(rf"^\.{name}\.(tmp-\d+|old-\d+|lock)$")
+
+    def wanted(self, change, path: str) -> bool:
+        if not self._filter(change, path):
+            return False
+        real = os.path.realpath(path)
+        if _inside(real, self.out) or _inside(os.path.abspath(path), self.out):
+            return False
+        parent = os.path.dirname(self.out)
+        rel = os.path.relpath(os.path.abspath(path), parent)
+        return not self._writer_files.match(rel.split(os.sep)[0])
+
+    def start(self):
+        if not self.paths:
+            return None
+        self._thread = threading.Thread(target=self._run, name="serve-watch", daemon=True)
+        self._thread.start()
+        return self._thread
+
+    def _run(self):
+        try:
+            for changes in self._watchfiles.watch(*self.paths, watch_filter=self.wanted, stop_event=self._stop,
+                                                  debounce=1600, step=100, raise_interrupt=False):
+                self.on_change(sorted(path for _, path in changes))
+        except Exception as e:   # the server keeps running; only rebuild-on-change is lost
+            self.log(f"warning: stopped watching for changes: {type(e).__name__}: {e}")
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(2)
+
+
+# ---------------------------------------------------------------------------------------------
+# The command
+
+
+def serve(root, out, host="127.0.0.1", port=8000, build=None) -> int:
+    """Build once, then serve `out` on host:port and rebuild on change until Ctrl-C. Returns the exit status."""
+    root = Path(root).resolve()
+    out = Path(out).absolute()
+    warning = host_warning(host)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
+    state = SiteState()
+    try:
+        server = make_server(out, state, host, port)
+    except OSError as e:
+        if e.errno == errno.EADDRINUSE:
+            msg = f"port {port} is already in use on {host}; pick another with --port, e.g. --port {port + 1}"
+        elif e.errno == errno.EACCES:
+            msg = f"not allowed to use port {port} on {host} (ports below 1024 need root); try --port 8000"
+        else:
+            msg = f"cannot serve on {host}:{port}: {e.strerror or e}"
+        print(f"error: {msg}", file=sys.stderr, flush=True)
+        return 1
+    rebuilder = Rebuilder(build or FreshBuild(root), root, out, state)
+    watcher = None
+    try:
+        rebuilder.start()
+        try:
+            watcher = Watcher(root, out, rebuilder.request)
+            watcher.start()
+        except Exception as e:
+            print(f"warning: not watching for changes ({type(e).__name__}: {e}); restart to rebuild",
+                  file=sys.stderr, flush=True)
+        rebuilder.run_once()
+        watching = ", ".join(p.name + "/" for p in watcher.paths) if watcher else "nothing"
+        print(f"serving {out} at {server.url} (watching {watching}; Ctrl-C to stop)", flush=True)
+        server.serve_forever(poll_interval=0.25)
+    except KeyboardInterrupt:
+        print("\nstopped", flush=True)
+    finally:
+        if watcher is not None:
+            watcher.stop()
+        rebuilder.stop()
+        state.close()
+        server.server_close()
+    return 0

@@ -1,0 +1,117 @@
+"""Stage 4, the parameter table: every parameter of init_params once, counts that add up to the
+real total, shapes with symbols, init kinds and the decay rule, each read from the code."""
+import linecache
+import pickle
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from model.config import ModelConfig
+from model.optim import decays
+from model.transformer import init_params
+from site_builder.params import (ParamRow, block_pattern, count_by_group, param_rows,
+                                 total_count)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    return ModelConfig(vocab_size=65)
+
+
+@pytest.fixture(scope="module")
+def rows(cfg):
+    return param_rows(cfg)
+
+
+@pytest.fixture(scope="module")
+def real(cfg):
+    return init_params(cfg, np.random.default_rng(0))
+
+
+def _row(rows, pattern) -> ParamRow:
+    found = [r for r in rows if r.pattern == pattern]
+    if not found:
+        pytest.skip(f"no row {pattern!r}: the rows are {[r.pattern for r in rows]}")
+    return found[0]
+
+
+def test_every_parameter_appears_exactly_once(rows, real):
+    names = Counter(n for r in rows for n in r.names)
+    assert set(names) == set(real)
+    assert all(c == 1 for c in names.values()), [n for n, c in names.items() if c > 1]
+    ungrouped = param_rows(ModelConfig(vocab_size=65), grouped=False)
+    assert [r.pattern for r in ungrouped] == list(real)        # in creation order
+
+
+def test_counts_sum_to_the_real_total(cfg, rows, real):
+    total = sum(v.size for v in real.values())
+    assert sum(r.total for r in rows) == total == total_count(cfg)
+    groups = count_by_group(cfg)
+    assert sum(groups.values()) == total
+    assert "other" not in groups, f"a parameter no group claims: {groups}"
+    assert groups["attention"] == cfg.num_layers * 4 * (cfg.emb_dim ** 2 + cfg.emb_dim)
+
+
+def test_ff1_w(cfg, rows):
+    r = _row(rows, "b{l}.ff1_w")
+    assert r.per_block and r.names == tuple(f"b{l}.ff1_w" for l in range(cfg.num_layers))
+    assert r.symbolic == "(d, F)" and r.shape == (cfg.emb_dim, cfg.ff_dim)
+    assert r.shape_str == f"({cfg.emb_dim}, {cfg.ff_dim})"
+    assert r.count == cfg.emb_dim * cfg.ff_dim and r.symbolic_count == "d × F"
+    assert r.init == "Xavier uniform" and r.decays is True
+    assert r.file == "model/transformer.py"
+    assert "ff1_w" in linecache.getline(str(ROOT / r.file), r.line)
+
+
+def test_layer_norm_gains_are_ones_and_do_not_decay(rows):
+    gains = [r for r in rows if block_pattern(r.pattern)[0].split(".")[-1].startswith("ln")
+             and r.pattern.endswith("_g")]
+    assert gains, "no LayerNorm gain in init_params"
+    for r in gains:
+        assert r.init == "ones" and r.decays is False and r.symbolic == "(d,)"
+
+
+def test_each_row_agrees_with_the_code(rows, real, cfg):
+    for r in rows:
+        assert r.decays == decays(r.names[0])
+        assert r.code == linecache.getline(str(ROOT / r.file), r.line).strip()
+        assert r.init != "unknown", r
+        assert r.ambiguous == ()
+        value = real[r.names[0]]
+        if r.init == "zeros":
+            assert not value.any()
+        if r.init.startswith("normal"):
+            assert r.init == f"normal, std {cfg.emb_std:g}"
+
+
+def test_block_pattern():
+    assert block_pattern("b1.wq") == ("b{l}.wq", True)
+    assert block_pattern("dec0.self.wq") == ("dec{l}.self.wq", True)
+    assert block_pattern("lnf_g") == ("lnf_g", False)
+
+
+def test_rows_are_picklable(rows):
+    assert pickle.loads(pickle.dumps(rows)) == rows
+
+
+def test_seq2seq_parameters_when_the_module_exists():
+    import importlib.util
+    if importlib.util.find_spec("model.seq2seq") is None:
+        pytest.skip("model/seq2seq.py does not exist yet")
+    import model.config
+    from model.seq2seq import init_params as s2s_init
+    from site_builder.shapes import SEQ2SEQ_FIELDS, _config_with_vocab
+    cfg = _config_with_vocab(model.config.Seq2SeqConfig, 11, SEQ2SEQ_FIELDS)
+    rows = param_rows(cfg, init=s2s_init)
+    real = s2s_init(cfg, np.random.default_rng(0))
+    names = Counter(n for r in rows for n in r.names)
+    assert set(names) == set(real) and max(names.values()) == 1
+    assert sum(r.total for r in rows) == total_count(cfg, s2s_init) == sum(v.size for v in real.values())
+    assert sum(count_by_group(cfg, s2s_init).values()) == total_count(cfg, s2s_init)
+    weights = [r for r in rows if r.pattern.endswith(".wq")]
+    assert weights and all(r.init == "Xavier uniform" and r.symbolic == "(d, d)" for r in weights)
+    assert all(r.init != "unknown" for r in rows), [r.pattern for r in rows if r.init == "unknown"]

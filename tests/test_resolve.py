@@ -1,0 +1,117 @@
+"""Stage 3, the resolver: snippets inside a function to exact file lines, or a clear error."""
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from site_builder.resolve import ResolveError, resolve_function, resolve_snippet
+from site_builder.source_index import build_index
+
+REPO = Path(__file__).resolve().parent.parent
+
+CORE = '''\
+def first(x):
+    return x
+
+
+def ffn(Xn, params, p):
+    """Two layers."""
+    Z = Xn @ params[p + "w1"]   +   params[p + "b1"]
+    A = relu(Z)
+    out = A @ params[p + "w2"]
+    out = out + params[p + "b2"]
+    return out, dict(
+        Xn=Xn,
+        A=A)
+
+
+def relu(Z):
+    return Z * (Z > 0)
+'''
+
+
+@pytest.fixture(scope="module")
+def ix(tmp_path_factory):
+    root = tmp_path_factory.mktemp("repo")
+    for rel, text in {"pkg/__init__.py": "", "pkg/core.py": CORE, "tests/__init__.py": ""}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return build_index(root, packages=("pkg", "tests"))
+
+
+def test_unique_snippet(ix):
+    r = resolve_snippet(ix, "pkg.core.ffn", "relu(Z)")
+    assert (r.file, r.start, r.end) == ("pkg/core.py", 8, 8)
+    assert r.code == "    A = relu(Z)"
+
+
+def test_whitespace_is_collapsed_on_both_sides(ix):
+    r = resolve_snippet(ix, "pkg.core.ffn", 'params[p   + "w1"] + params[p + "b1"]')
+    assert r.start == 7
+    assert r.code == '    Z = Xn @ params[p + "w1"]   +   params[p + "b1"]'   # the file's own text
+
+
+def test_multi_line_snippet(ix):
+    r = resolve_snippet(ix, "pkg.core.ffn", 'return out, dict(\n    Xn=Xn,\nA=A)')
+    assert (r.start, r.end) == (11, 13)
+    assert r.code == "    return out, dict(\n        Xn=Xn,\n        A=A)"
+
+
+def test_missing_snippet(ix):
+    with pytest.raises(ResolveError) as info:
+        resolve_snippet(ix, "pkg.core.ffn", "xyz")
+    assert str(info.value).startswith("no line of pkg.core.ffn contains 'xyz'")
+
+
+def test_missing_snippet_says_where_it_is_now(ix):
+    with pytest.raises(ResolveError) as info:
+        resolve_snippet(ix, "pkg.core.ffn", "Z * (Z > 0)")
+    assert "pkg.core.relu (pkg/core.py:17)" in str(info.value)
+
+
+def test_snippet_outside_the_function_range_does_not_match(ix):
+    with pytest.raises(ResolveError):
+        resolve_snippet(ix, "pkg.core.first", "relu(Z)")
+
+
+def test_ambiguous_snippet(ix):
+    with pytest.raises(ResolveError) as info:
+        resolve_snippet(ix, "pkg.core.ffn", "out =")
+    assert str(info.value) == ("'out =' matches 2 lines of pkg.core.ffn (lines 9, 10); "
+                               "make the snippet longer so it matches one line")
+
+
+def test_missing_function_did_you_mean(ix):
+    with pytest.raises(ResolveError) as info:
+        resolve_snippet(ix, "pkg.core.fnn", "relu(Z)")
+    assert str(info.value) == "no function pkg.core.fnn; did you mean pkg.core.ffn?"
+
+
+def test_missing_module(ix):
+    with pytest.raises(ResolveError) as info:
+        resolve_snippet(ix, "pkg.cor.ffn", "relu(Z)")
+    assert "no module pkg.cor" in str(info.value)
+    assert "did you mean pkg.core.ffn?" in str(info.value)
+    with pytest.raises(ResolveError):
+        resolve_function(ix, "nothing.at.all")
+
+
+def test_empty_snippet_is_an_error(ix):
+    with pytest.raises(ResolveError, match="empty snippet"):
+        resolve_snippet(ix, "pkg.core.ffn", "  \n ")
+
+
+def test_resolve_function(ix):
+    r = resolve_function(ix, "pkg.core.relu")
+    assert (r.file, r.start, r.end) == ("pkg/core.py", 16, 17)
+    assert r.code == "def relu(Z):\n    return Z * (Z > 0)"
+
+
+def test_real_repository_reference():
+    real = build_index(REPO)
+    r = resolve_snippet(real, "model.transformer.block_backward", "ffn_backward(")
+    assert r.file == "model/transformer.py"
+    assert "ffn_backward(" in r.code
+    f = real.function("model.transformer.block_backward")
+    assert f.start <= r.start <= r.end <= f.end
+    assert r.code == "\n".join(real.files[r.file][r.start - 1:r.end])
