@@ -76,6 +76,82 @@ class TrainConfig:
                           log_every=self.log_every, checkpoint_every=self.checkpoint_every)
         if not 0 < self.val_fraction < 1:
             raise ModelInputError(f"val_fraction must be between 0 and 1, got {self.val_fraction}")
+        # `not x > 0` rather than `x <= 0`, so that NaN is refused too.
+        if not 0 < self.lr < float("inf"):
+            raise ModelInputError(f"TrainConfig.lr must be a positive number, got {self.lr!r}")
+        if not 0 <= self.min_lr <= self.lr:
+            raise ModelInputError(f"TrainConfig.min_lr must be between 0 and lr ({self.lr}), got {self.min_lr!r}")
+        if not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
+            raise ModelInputError(f"TrainConfig.warmup_steps must be an integer >= 0, got {self.warmup_steps!r}")
+        if not isinstance(self.seed, int) or self.seed < 0:
+            raise ModelInputError(f"TrainConfig.seed must be an integer >= 0, got {self.seed!r}")
+        for name in ("beta1", "beta2"):
+            if not 0 <= getattr(self, name) < 1:
+                raise ModelInputError(f"TrainConfig.{name} must be in [0, 1), got {getattr(self, name)!r}")
+        for name in ("adam_eps", "clip_norm"):
+            if not getattr(self, name) > 0:
+                raise ModelInputError(f"TrainConfig.{name} must be positive, got {getattr(self, name)!r}")
+        if not self.weight_decay >= 0:
+            raise ModelInputError(f"TrainConfig.weight_decay must be >= 0, got {self.weight_decay!r}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Seq2SeqConfig:
+    """The post-LN encoder-decoder of Vaswani et al. (2017), at toy sizes by default.
+
+    emb_std None means d_model ** -0.5: the embeddings are multiplied by sqrt(d_model) on the
+    way in, so they enter at unit scale like the positional encodings, and with tie_output the
+    same small table gives logits of unit scale on the way out.
+    ln_eps may be 0 so that a hand derivation can use the plain formula (x - mu) / sigma."""
+    src_vocab_size: int
+    tgt_vocab_size: int
+    max_len: int = 32               # the longest source or target sequence
+    d_model: int = 32
+    num_heads: int = 4
+    d_ff: int = 128
+    num_enc_layers: int = 2
+    num_dec_layers: int = 2
+    ln_eps: float = 1e-6
+    label_smoothing: float = 0.1
+    tie_output: bool = True         # logits = h tgt_emb^T + out_b: the output layer is the target embedding
+    share_vocab: bool = False       # one table `emb` for source, target (and output, if tied)
+    emb_std: float | None = None    # None: d_model ** -0.5
+    dtype: str = "float64"
+
+    def __post_init__(self):
+        _require_positive("Seq2SeqConfig", src_vocab_size=self.src_vocab_size,
+                          tgt_vocab_size=self.tgt_vocab_size, max_len=self.max_len,
+                          d_model=self.d_model, num_heads=self.num_heads, d_ff=self.d_ff,
+                          num_enc_layers=self.num_enc_layers, num_dec_layers=self.num_dec_layers)
+        if self.d_model % self.num_heads:
+            raise ModelInputError(
+                f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads}): "
+                f"each head takes d_model / num_heads columns; try num_heads in "
+                f"{[h for h in range(1, self.d_model + 1) if self.d_model % h == 0]}")
+        if self.dtype not in DTYPES:
+            raise ModelInputError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
+        if not (isinstance(self.ln_eps, (int, float)) and self.ln_eps >= 0):
+            raise ModelInputError(f"ln_eps must be >= 0 (0 only for hand-set weights), got {self.ln_eps!r}")
+        if not (isinstance(self.label_smoothing, (int, float)) and 0 <= self.label_smoothing < 1):
+            raise ModelInputError(f"label_smoothing must be in [0, 1), got {self.label_smoothing!r}")
+        for name in ("tie_output", "share_vocab"):
+            if not isinstance(getattr(self, name), bool):
+                raise ModelInputError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if self.share_vocab and self.src_vocab_size != self.tgt_vocab_size:
+            raise ModelInputError(
+                f"share_vocab needs one vocabulary, but src_vocab_size = {self.src_vocab_size} and "
+                f"tgt_vocab_size = {self.tgt_vocab_size}; make them equal or set share_vocab=False")
+        if self.emb_std is None:
+            object.__setattr__(self, "emb_std", self.d_model ** -0.5)   # frozen: set once, here
+        if not (isinstance(self.emb_std, (int, float)) and self.emb_std > 0):
+            raise ModelInputError(f"emb_std must be positive, got {self.emb_std!r}")
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.num_heads
 
     def to_dict(self) -> dict:
         return asdict(self)

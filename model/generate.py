@@ -1,0 +1,106 @@
+"""Sampling text from a checkpoint, one character at a time.
+
+    python -m model.generate --checkpoint runs/x/checkpoint.npz --prompt "ROMEO:" --steps 200
+
+Trade-offs:
+  * No key/value cache: every new character reruns the model on the last seq_len ids. At
+    seq_len 16 that costs little and keeps generation a plain call of `forward`.
+  * The model has seen at most seq_len characters of context in training, so generation keeps
+    only the last seq_len: anything older is forgotten.
+  * Temperature 0 and top-k 1 are exact argmax, not a near-one-hot sample, so greedy output
+    never depends on the RNG.
+"""
+import argparse
+import math
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")   # tiny matrices: see model/train.py
+
+import numpy as np  # noqa: E402
+
+from model import ModelInputError
+from model.config import ModelConfig
+from model.train import load_checkpoint
+from model.transformer import forward
+
+
+def check_sampling(temperature, top_k):
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
+            or not 0 <= temperature < math.inf:
+        raise ModelInputError(f"temperature must be a number >= 0 (0 means greedy), got {temperature!r}")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer))
+                              or top_k < 1):
+        raise ModelInputError(f"top_k must be an integer >= 1 (or None for all), got {top_k!r}")
+
+
+def sample_next(logits, temperature, top_k, rng) -> int:
+    """One id from the distribution softmax(logits / temperature), restricted to the top_k
+    largest logits (top_k None keeps all of them)."""
+    check_sampling(temperature, top_k)
+    logits = np.asarray(logits, dtype=np.float64)
+    if logits.ndim != 1 or not logits.size:
+        raise ModelInputError(f"logits must be one non-empty row (V,), got shape {logits.shape}")
+    if temperature == 0 or top_k == 1:
+        return int(np.argmax(logits))
+    if top_k is not None and top_k < logits.size:
+        keep = np.argpartition(logits, -top_k)[-top_k:]
+        kept = np.full_like(logits, -np.inf)             # exp(-inf) = 0: the rest cannot be drawn
+        kept[keep] = logits[keep]
+        logits = kept
+    z = logits / temperature
+    p = np.exp(z - z.max())
+    return int(rng.choice(logits.size, p=p / p.sum()))
+
+
+def generate(params, cfg: ModelConfig, prompt_ids, steps, temperature, top_k, rng) -> np.ndarray:
+    """prompt_ids followed by `steps` sampled ids, as one int64 array."""
+    check_sampling(temperature, top_k)
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+        raise ModelInputError(f"steps must be an integer >= 0, got {steps!r}")
+    ids = list(np.asarray(prompt_ids, dtype=np.int64).reshape(-1))
+    if not ids:
+        raise ModelInputError("the prompt is empty; give at least one character to continue from")
+    for _ in range(steps):
+        context = np.array(ids[-cfg.seq_len:], dtype=np.int64)
+        logits, _ = forward(params, context, cfg)        # (T, V); the last row predicts the next id
+        ids.append(sample_next(logits[-1], temperature, top_k, rng))
+    return np.array(ids, dtype=np.int64)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        print(f"error: {message} (see --help)", file=sys.stderr)
+        sys.exit(2)
+
+
+def main(argv=None):
+    ap = _Parser(prog="python -m model.generate", description="Continue a prompt with a trained model.")
+    ap.add_argument("--checkpoint", required=True, type=Path, help="a checkpoint.npz from model.train")
+    ap.add_argument("--prompt", required=True, help="text to continue; its characters must be in the vocabulary")
+    ap.add_argument("--temperature", type=float, default=0.8, help="0 is greedy (default 0.8)")
+    ap.add_argument("--top-k", type=int, default=None, help="sample only from the k likeliest characters")
+    ap.add_argument("--steps", type=int, default=200, help="characters to generate (default 200)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the sampling RNG (default 0)")
+    args = ap.parse_args(argv)
+    try:
+        check_sampling(args.temperature, args.top_k)
+        if args.seed < 0:
+            raise ModelInputError(f"--seed must be >= 0, got {args.seed}")
+        ckpt = load_checkpoint(args.checkpoint)
+        tokenizer = ckpt["tokenizer"]
+        try:
+            prompt_ids = tokenizer.encode(args.prompt)
+        except ModelInputError as e:
+            raise ModelInputError(f"--prompt: {e}") from None
+        ids = generate(ckpt["params"], ckpt["model_cfg"], prompt_ids, args.steps, args.temperature,
+                       args.top_k, np.random.default_rng(args.seed))
+    except (ModelInputError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    print(tokenizer.decode(ids))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,364 @@
+"""The training loop, its checkpoints and its metrics.
+
+    python -m model.train --steps 300 --out runs/x [--seed S] [--corpus PATH] [--resume]
+
+Trade-offs:
+  * Resuming is bit-exact: the checkpoint holds everything the next step reads (parameters,
+    AdamW's t, m and v, the batch RNG's state, the step), evaluation draws from its own RNG, and
+    the learning rate is a function of the step. So N steps + resume + N steps gives the same
+    bytes as 2N steps; only the wall-clock field tokens_per_s differs.
+  * Checkpoints are replaced atomically (temp file, fsync, os.replace): a crash mid-write leaves
+    the previous checkpoint, never half of a new one. metrics.jsonl is fsynced before each
+    checkpoint, so it always reaches at least the checkpoint's step; resume cuts what lies beyond.
+  * A NaN or inf stops the run before the optimizer sees it: one bad step would fill AdamW's
+    moments with NaN for good, and a checkpoint written after it would be worthless.
+  * Checkpoints are .npz with the configs and RNG state as a JSON string: no pickle, so loading
+    one never runs code.
+  * BLAS runs on one thread unless OPENBLAS_NUM_THREADS says otherwise: at these sizes (32 x 128
+    matrices) threads cost more in hand-offs than they save, and on a busy machine they spin;
+    300 steps took 73 s with the default threads and 3.4 s with one, under load. It only takes
+    effect if NumPy is not imported yet, as under `python -m model.train`.
+"""
+import argparse
+import hashlib
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402  (after the thread setting, which NumPy reads on import)
+from tqdm import tqdm
+
+from model import ModelInputError
+from model.config import ModelConfig, TrainConfig
+from model.data import DEFAULT_CORPUS, CharTokenizer, get_batch, load_corpus, train_val_split
+from model.ops import cross_entropy_forward
+from model.optim import AdamW, clip_grad_norm, warmup_cosine_lr
+from model.transformer import forward, init_params, loss_and_grads
+
+CHECKPOINT = "checkpoint.npz"
+METRICS = "metrics.jsonl"
+FORMAT_VERSION = 1
+
+# TrainConfig fields that change what the parameters become. Resuming with any of them changed
+# would splice two different runs; the rest (cadence of logs, evals and checkpoints) only
+# changes what is written down, and `steps` may grow to extend a run.
+TRAJECTORY_FIELDS = ("batch_size", "lr", "min_lr", "warmup_steps", "weight_decay", "beta1", "beta2",
+                     "adam_eps", "clip_norm", "val_fraction", "seed")
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss or the gradient norm stopped being finite."""
+
+
+# ----------------------------------------------------------------------------- one step
+
+def batch_loss_and_grads(params, x, y, cfg: ModelConfig):
+    """loss_and_grads, refusing a non-finite loss before its gradients can reach the optimizer."""
+    loss, grads = loss_and_grads(params, x, y, cfg)
+    if not math.isfinite(loss):
+        raise TrainingDiverged(f"loss is {loss}")
+    return loss, grads
+
+
+def train_step(params, opt: AdamW, x, y, cfg: ModelConfig, tcfg: TrainConfig, lr):
+    """One AdamW update on the batch (x, y), in place. Returns (loss, grad norm before clipping)."""
+    loss, grads = batch_loss_and_grads(params, x, y, cfg)
+    grad_norm = clip_grad_norm(grads, tcfg.clip_norm)
+    if not math.isfinite(grad_norm):                 # a finite loss can still have an inf gradient
+        raise TrainingDiverged(f"gradient norm is {grad_norm} (loss {loss:.4f})")
+    opt.step(params, grads, lr)
+    return loss, grad_norm
+
+
+def evaluate(params, ids, cfg: ModelConfig, tcfg: TrainConfig, rng):
+    """Mean loss in nats per character over tcfg.eval_batches batches drawn from ids with rng.
+    Pass a fresh RNG made from a fixed seed (eval_rng) to score every step on the same batches."""
+    losses = []
+    for _ in range(tcfg.eval_batches):
+        x, y = get_batch(ids, tcfg.batch_size, cfg.seq_len, rng)
+        logits, _ = forward(params, x, cfg)          # no backward: the loss alone is enough
+        losses.append(cross_entropy_forward(logits, y)[0])
+    return float(np.mean(losses))
+
+
+def seed_streams(seed):
+    """Independent seeds for init, training batches and evaluation batches, all from one integer."""
+    return np.random.SeedSequence(seed).spawn(3)
+
+
+def eval_rng(seed):
+    return np.random.default_rng(seed_streams(seed)[2])
+
+
+# ----------------------------------------------------------------------------- checkpoints
+
+def _atomic_write(path: Path, write):
+    """write(file) into a temp file beside path, fsync it, then os.replace it over path."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)       # make the rename itself durable
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def save_checkpoint(path, *, params, opt: AdamW, rng, step, model_cfg: ModelConfig,
+                    train_cfg: TrainConfig, tokenizer: CharTokenizer, corpus_sha256=None):
+    """Everything needed to continue the run bit-exactly, or to sample from it, in one .npz."""
+    meta = dict(format_version=FORMAT_VERSION, step=int(step), opt_t=int(opt.t),
+                model_config=model_cfg.to_dict(), train_config=train_cfg.to_dict(),
+                rng_state=rng.bit_generator.state, tokenizer=tokenizer.to_dict(),
+                corpus_sha256=corpus_sha256)
+    arrays = {"meta": np.array(json.dumps(meta))}
+    for name in params:
+        arrays["param/" + name] = params[name]
+        arrays["adam_m/" + name] = opt.m[name]
+        arrays["adam_v/" + name] = opt.v[name]
+    _atomic_write(Path(path), lambda f: np.savez(f, **arrays))
+
+
+def load_checkpoint(path) -> dict:
+    """The checkpoint as a dict: params, opt_state (t, m, v), rng_state, step, model_cfg,
+    train_cfg, tokenizer, corpus_sha256. Raises ModelInputError if path is not one."""
+    path = Path(path)
+    if not path.is_file():
+        raise ModelInputError(f"no checkpoint at {path}; train one with "
+                              f"`python -m model.train --out {path.parent}`")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except Exception:                                # not a zip, or not NumPy's kind of zip
+        raise ModelInputError(f"{path} is not a NumPy .npz archive; pass the checkpoint.npz "
+                              f"that model.train wrote") from None
+    try:
+        meta = json.loads(str(arrays.pop("meta")))
+        groups = {g: {k.split("/", 1)[1]: a for k, a in arrays.items() if k.startswith(g + "/")}
+                  for g in ("param", "adam_m", "adam_v")}
+        return dict(params=groups["param"],
+                    opt_state={"t": meta["opt_t"], "m": groups["adam_m"], "v": groups["adam_v"]},
+                    rng_state=meta["rng_state"], step=meta["step"],
+                    model_cfg=ModelConfig(**meta["model_config"]),
+                    train_cfg=TrainConfig(**meta["train_config"]),
+                    tokenizer=CharTokenizer.from_dict(meta["tokenizer"]),
+                    corpus_sha256=meta.get("corpus_sha256"))
+    except ModelInputError:
+        raise
+    except Exception as e:                           # JSON, key or field errors alike
+        raise ModelInputError(f"{path} is not a checkpoint written by this version of model.train "
+                              f"({type(e).__name__}: {e})") from None
+
+
+def check_compatible(ckpt, model_cfg, train_cfg, tokenizer, corpus_sha256, path):
+    """Refuse to resume a checkpoint into a run it did not come from, naming both values."""
+    if ckpt["tokenizer"].chars != tokenizer.chars:
+        old, new = set(ckpt["tokenizer"].chars), set(tokenizer.chars)
+        raise ModelInputError(
+            f"{path} was trained on a vocabulary of {len(old)} characters, but this corpus has "
+            f"{len(new)} (missing from the corpus: {''.join(sorted(old - new))!r}; new in the corpus: "
+            f"{''.join(sorted(new - old))!r}); resume with the checkpoint's corpus or start a new --out")
+    for name, want in model_cfg.to_dict().items():
+        have = ckpt["model_cfg"].to_dict()[name]
+        if have != want:
+            raise ModelInputError(f"{path} has ModelConfig.{name} = {have!r} but this run asks for "
+                                  f"{want!r}; resume with the checkpoint's config or start a new --out")
+    for name in TRAJECTORY_FIELDS:
+        have, want = getattr(ckpt["train_cfg"], name), getattr(train_cfg, name)
+        if have != want:
+            raise ModelInputError(f"{path} has TrainConfig.{name} = {have!r} but this run asks for "
+                                  f"{want!r}; resume with the same value or start a new --out")
+    if train_cfg.steps < ckpt["step"]:
+        raise ModelInputError(f"{path} is already at step {ckpt['step']}, past the requested "
+                              f"--steps {train_cfg.steps}; ask for at least {ckpt['step']} steps")
+    if ckpt["corpus_sha256"] not in (None, corpus_sha256):
+        raise ModelInputError(f"{path} was trained on a corpus with sha256 {ckpt['corpus_sha256'][:12]}..., "
+                              f"but this corpus has {corpus_sha256[:12]}...; resume with the same --corpus")
+
+
+# ----------------------------------------------------------------------------- metrics
+
+def truncate_metrics(path: Path, last_step) -> list:
+    """Keep the metrics lines up to last_step, so a resumed run continues without duplicates.
+    A torn last line (the process died mid-write) is dropped with the rest. Returns the kept records."""
+    if not path.exists():
+        return []
+    kept, records = [], []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            break
+        if record.get("step", math.inf) > last_step:
+            break
+        kept.append(line + "\n")
+        records.append(record)
+    _atomic_write(path, lambda f: f.write("".join(kept).encode("utf-8")))
+    return records
+
+
+# ----------------------------------------------------------------------------- the loop
+
+def prepare_data(corpus, model_cfg: ModelConfig | None, tcfg: TrainConfig):
+    """Read and encode the corpus and split it. Returns (tokenizer, model config, train ids,
+    val ids, corpus sha256); model_cfg None means the default config at the corpus's vocabulary."""
+    text = load_corpus(corpus)
+    tokenizer = CharTokenizer(text)
+    cfg = model_cfg or ModelConfig(vocab_size=tokenizer.vocab_size)
+    if cfg.vocab_size != tokenizer.vocab_size:
+        raise ModelInputError(f"ModelConfig.vocab_size is {cfg.vocab_size} but corpus {corpus} has "
+                              f"{tokenizer.vocab_size} distinct characters; set vocab_size={tokenizer.vocab_size}")
+    train_ids, val_ids = train_val_split(tokenizer.encode(text), tcfg.val_fraction)
+    for name, ids in (("training", train_ids), ("validation", val_ids)):
+        if len(ids) <= cfg.seq_len:
+            raise ModelInputError(f"the {name} split of {corpus} has {len(ids)} characters, but a "
+                                  f"window needs seq_len + 1 = {cfg.seq_len + 1}; use a longer corpus")
+    return tokenizer, cfg, train_ids, val_ids, hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def make_optimizer(params, tcfg: TrainConfig) -> AdamW:
+    return AdamW(params, lr=tcfg.lr, betas=(tcfg.beta1, tcfg.beta2), eps=tcfg.adam_eps,
+                 weight_decay=tcfg.weight_decay)
+
+
+def train(out_dir, model_cfg: ModelConfig | None = None, train_cfg: TrainConfig | None = None,
+          corpus=DEFAULT_CORPUS, resume=False, progress=True) -> dict:
+    """Train (or, with resume, continue) a language model on corpus, writing to out_dir.
+    model_cfg defaults to ModelConfig with the corpus's vocabulary. Returns a dict with the final
+    params, step, train_loss and val_loss."""
+    tcfg = train_cfg or TrainConfig()
+    out_dir = Path(out_dir)
+    ckpt_path, metrics_path = out_dir / CHECKPOINT, out_dir / METRICS
+    tokenizer, cfg, train_ids, val_ids, corpus_sha256 = prepare_data(corpus, model_cfg, tcfg)
+
+    init_seed, train_seed, _ = seed_streams(tcfg.seed)
+    rng = np.random.default_rng(train_seed)          # draws the training batches, and only them
+    if resume:
+        if not ckpt_path.exists():
+            raise ModelInputError(f"cannot resume: no checkpoint at {ckpt_path}; "
+                                  f"drop --resume to start a new run in {out_dir}")
+        ckpt = load_checkpoint(ckpt_path)
+        check_compatible(ckpt, cfg, tcfg, tokenizer, corpus_sha256, ckpt_path)
+        params, start = ckpt["params"], ckpt["step"]
+        opt = make_optimizer(params, tcfg)
+        opt.load_state_dict(ckpt["opt_state"])
+        rng.bit_generator.state = ckpt["rng_state"]
+        if tcfg.steps != ckpt["train_cfg"].steps:
+            print(f"note: the checkpoint's schedule ended at step {ckpt['train_cfg'].steps}, this one at "
+                  f"{tcfg.steps}: the learning rate changes course from step {start}", file=sys.stderr)
+        history = truncate_metrics(metrics_path, start)
+    else:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        if ckpt_path.exists():                       # never leave one run's checkpoint beside another's metrics
+            print(f"note: starting over in {out_dir}: its old checkpoint is removed "
+                  f"(use --resume to continue it instead)", file=sys.stderr)
+            ckpt_path.unlink()
+        params = init_params(cfg, np.random.default_rng(init_seed))
+        opt = make_optimizer(params, tcfg)
+        start, history = 0, []
+        metrics_path.write_text("", encoding="utf-8")
+
+    def checkpoint(step):
+        save_checkpoint(ckpt_path, params=params, opt=opt, rng=rng, step=step, model_cfg=cfg,
+                        train_cfg=tcfg, tokenizer=tokenizer, corpus_sha256=corpus_sha256)
+
+    tokens_per_step = tcfg.batch_size * cfg.seq_len
+    # The last values written down, so a resume with nothing left to do still reports them.
+    loss = next((r["train_loss"] for r in reversed(history) if "train_loss" in r), math.nan)
+    val_loss = next((r["val_loss"] for r in reversed(history) if "val_loss" in r), math.nan)
+    bar = tqdm(range(start + 1, tcfg.steps + 1), initial=start, total=tcfg.steps,
+               disable=not progress, unit="step", dynamic_ncols=True)
+    clock, clock_step = time.perf_counter(), start
+    with open(metrics_path, "a", encoding="utf-8") as metrics:
+        for step in bar:
+            lr = warmup_cosine_lr(step, tcfg.lr, tcfg.min_lr, tcfg.warmup_steps, tcfg.steps)
+            x, y = get_batch(train_ids, tcfg.batch_size, cfg.seq_len, rng)
+            try:
+                loss, grad_norm = train_step(params, opt, x, y, cfg, tcfg, lr)
+            except TrainingDiverged as e:
+                last = f"the last good checkpoint {ckpt_path} is untouched" if ckpt_path.exists() \
+                    else "no checkpoint had been written yet"
+                raise TrainingDiverged(f"{e} at step {step}; {last}; try a lower --lr") from None
+
+            last_step = step == tcfg.steps
+            evaluated = step % tcfg.eval_every == 0 or last_step
+            if step == 1 or step % tcfg.log_every == 0 or evaluated:
+                # Training throughput only: the clock stops before evaluation and restarts after it.
+                tokens_per_s = tokens_per_step * (step - clock_step) / max(time.perf_counter() - clock, 1e-9)
+                record = dict(step=step, train_loss=loss, lr=lr, grad_norm=grad_norm,
+                              tokens_per_s=round(tokens_per_s, 1))
+                if evaluated:
+                    val_loss = record["val_loss"] = evaluate(params, val_ids, cfg, tcfg, eval_rng(tcfg.seed))
+                metrics.write(json.dumps(record) + "\n")
+                metrics.flush()
+                bar.set_postfix(loss=f"{loss:.3f}", val=f"{val_loss:.3f}", tok_s=f"{tokens_per_s:,.0f}")
+                clock, clock_step = time.perf_counter(), step
+            if step % tcfg.checkpoint_every == 0 or last_step:
+                os.fsync(metrics.fileno())           # metrics must reach the checkpoint's step
+                checkpoint(step)
+    bar.close()
+    return dict(params=params, step=max(start, tcfg.steps), train_loss=loss, val_loss=val_loss)
+
+
+# ----------------------------------------------------------------------------- command line
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but its errors look like every other error of this CLI."""
+
+    def error(self, message):
+        print(f"error: {message} (see --help)", file=sys.stderr)
+        sys.exit(2)
+
+
+def parse_args(argv):
+    d = TrainConfig()
+    ap = _Parser(prog="python -m model.train", description="Train the character-level language model.")
+    ap.add_argument("--steps", type=int, default=d.steps, help=f"total optimizer steps (default {d.steps})")
+    ap.add_argument("--out", required=True, type=Path, help="directory for checkpoint.npz and metrics.jsonl")
+    ap.add_argument("--seed", type=int, default=d.seed, help=f"seed for init and batches (default {d.seed})")
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="UTF-8 text file to train on")
+    ap.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.npz")
+    ap.add_argument("--batch-size", type=int, default=d.batch_size, help=f"default {d.batch_size}")
+    ap.add_argument("--lr", type=float, default=d.lr, help=f"peak learning rate (default {d.lr}); "
+                    f"the cosine floor min_lr keeps its default ratio {d.min_lr / d.lr:g} to it")
+    return ap.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        d = TrainConfig()
+        min_lr = d.min_lr if args.lr == d.lr else args.lr * (d.min_lr / d.lr)
+        tcfg = TrainConfig(steps=args.steps, batch_size=args.batch_size, seed=args.seed, lr=args.lr,
+                           min_lr=min_lr)
+        result = train(args.out, train_cfg=tcfg, corpus=args.corpus, resume=args.resume)
+    except (ModelInputError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except TrainingDiverged as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted; continue with --resume from the last checkpoint in {args.out}", file=sys.stderr)
+        sys.exit(130)
+    print(f"step {result['step']}: train loss {result['train_loss']:.4f}, "
+          f"val loss {result['val_loss']:.4f} nats/char; checkpoint {args.out / CHECKPOINT}")
+
+
+if __name__ == "__main__":
+    main()
