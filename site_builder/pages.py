@@ -295,7 +295,7 @@ class PageBuilder:
         holds = s.get("holds") or {}
         for key, var in build.key_vars:
             producer = assigned.get(var)
-            producer_fn = producer[1] if producer else None
+            producer_fn = self.cache_builder(producer[1]) if producer else None
             pb = self.index.cache_builds(producer_fn) if producer_fn else None
             items = []
             for k in (pb.keys if pb else ()):
@@ -314,6 +314,13 @@ class PageBuilder:
                              href=source_url(self.index.function(bwd).file) + f"#L{read.line}") if read else None))
         return dict(kind="caches", id=s["id"], title=s["title"], rows=rows,
                     intro=self.md(s, "intro"), after=self.md(s, "after"))
+
+    def cache_builder(self, fn):
+        """The function whose return statement builds the cache: fn itself, or the function
+        it hands its work to (attention_forward returns mha_forward's cache)."""
+        if self.index.cache_builds(fn) is not None:
+            return fn
+        return next((q for q in self.index.calls(fn) if self.index.cache_builds(q) is not None), fn)
 
     def params(self, page, s):
         from site_builder.params import param_rows

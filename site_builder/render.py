@@ -16,6 +16,7 @@ from pathlib import Path
 
 import markdown
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
@@ -70,7 +71,7 @@ class Renderer:
                 self.problems.append(Problem(file, line, f"TeX error{pos} in '{tex.strip()}': {e.message}",
                                              "fix the formula; KaTeX's message says what it could not parse"))
                 self.math_cache[key] = f'<code class="tex-error">{html.escape(tex)}</code>'
-        return self.math_cache[key]
+        return Markup(self.math_cache[key])
 
     def code_ref(self, qualname, snippet, file, line, prefix):
         """[[f]] -> a link to the function; [[f | snippet]] -> 'transformer.py:113' linked to the line."""
@@ -88,7 +89,7 @@ class Renderer:
     def md(self, text, file, line, prefix="", inline=False):
         """Markdown with math and code references; inline=True drops the wrapping <p>."""
         if not text:
-            return ""
+            return Markup("")
         stash = []
 
         def keep(fragment):
@@ -100,7 +101,7 @@ class Renderer:
         out = markdown.markdown(text, extensions=["tables", "sane_lists"], output_format="html")
         if inline and out.startswith("<p>") and out.endswith("</p>") and out.count("<p>") == 1:
             out = out[3:-4]
-        return re.sub("\u2063KX(\\d+)\u2063", lambda m: stash[int(m.group(1))], out)
+        return Markup(re.sub("\u2063KX(\\d+)\u2063", lambda m: stash[int(m.group(1))], out))
 
     # -- code -----------------------------------------------------------------------------
     @lru_cache(maxsize=None)

@@ -15,9 +15,10 @@ Trade-offs, and why this module makes the choices it does:
   served; a folder serves its index.html or nothing (no listings).
 - The build runs in this process, one at a time. That keeps rebuilds fast (NumPy, Jinja2
   and the JavaScript engine for KaTeX stay loaded), at a price: Python caches imported
-  modules, so after a `.py` file under `model/`, `site_builder/` or `tests/` changes, those
-  modules are dropped from `sys.modules` before the next build so the site documents and
-  runs the code as it is now. This module itself is never reloaded: edit serve.py, restart.
+  modules, so after a `.py` file under `model/`, `site_builder/`, `tests/` or `content/`
+  (the examples) changes, those modules are dropped from `sys.modules` before the next
+  build, so the site documents and runs the code as it is now, and no module holds a class
+  from an older import of another. This module itself is never reloaded: edit serve.py, restart.
   A rebuild that is already running cannot be interrupted; changes during a build schedule
   exactly one more build after it.
 - Live reload is injected by the server into HTML responses (the files on disk stay as
@@ -54,7 +55,9 @@ from pathlib import Path
 from urllib.parse import parse_qs, quote, unquote
 
 WATCHED_DIRS = ("content", "templates", "static", "model", "tests", "site_builder")
-CODE_DIRS = ("model", "site_builder", "tests")   # .py edits here mean: re-import before building
+# A .py edit under these means: re-import before building. content/ holds the example modules
+# (site_builder.examples keeps them in sys.modules, and they hold the builder's classes).
+CODE_DIRS = ("model", "site_builder", "tests", "content")
 POLL_SECONDS = 15.0
 
 CONTENT_TYPES = {
@@ -490,7 +493,7 @@ def _forget_modules(root: Path):
 
 class FreshBuild:
     """The real build, `site_builder.build.build(root, out, strict=False)`, with the project's
-    modules re-imported first whenever a .py file under model/, site_builder/ or tests/ changed."""
+    modules re-imported first whenever a .py file under one of CODE_DIRS changed."""
 
     def __init__(self, root: Path):
         self.root = Path(root)
@@ -620,6 +623,12 @@ class Watcher:
         rel = os.path.relpath(os.path.abspath(path), parent)
         return not self._writer_files.match(rel.split(os.sep)[0])
 
+    def lasting(self, changes):
+        """The changed paths, less files that came and went within the batch (an editor's or
+        `sed -i`'s temporary file, written and renamed over the real one)."""
+        added = {path for change, path in changes if change == self._watchfiles.Change.added}
+        return sorted({path for _, path in changes if path not in added or os.path.lexists(path)})
+
     def start(self):
         if not self.paths:
             return None
@@ -631,7 +640,9 @@ class Watcher:
         try:
             for changes in self._watchfiles.watch(*self.paths, watch_filter=self.wanted, stop_event=self._stop,
                                                   debounce=1600, step=100, raise_interrupt=False):
-                self.on_change(sorted(path for _, path in changes))
+                paths = self.lasting(changes)
+                if paths:
+                    self.on_change(paths)
         except Exception as e:   # the server keeps running; only rebuild-on-change is lost
             self.log(f"warning: stopped watching for changes: {type(e).__name__}: {e}")
 
