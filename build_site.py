@@ -20,6 +20,10 @@ def main(argv=None):
     parser.add_argument("--port", type=int, default=8000, help="port for serve (default 8000)")
     parser.add_argument("--host", default="127.0.0.1", help="address for serve (default 127.0.0.1)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--no-cache", action="store_true", help="run every example; read and write no cache")
+    parser.add_argument("--clean", action="store_true", help="delete the build cache first")
+    parser.add_argument("--retrain", action="store_true", help="rerun the training run the site shows")
+    parser.add_argument("--cache-dir", type=Path, default=ROOT / ".build_cache", help="the build cache (default .build_cache/)")
     args = parser.parse_args(argv)
 
     from site_builder.problems import BuildFailed
@@ -27,9 +31,13 @@ def main(argv=None):
     if args.command == "serve":
         from site_builder.serve import serve
         return serve(ROOT, args.out, args.host, args.port)
+    if args.clean:
+        import shutil
+        shutil.rmtree(args.cache_dir, ignore_errors=True)
     try:
         from site_builder.build import build
-        result = build(ROOT, args.out, strict=args.command == "check")
+        result = build(ROOT, args.out, strict=args.command == "check", cache_dir=args.cache_dir,
+                       use_cache=not args.no_cache, retrain=args.retrain)
     except BuildFailed as e:
         for p in e.problems:
             print(p, file=sys.stderr)
@@ -44,8 +52,11 @@ def main(argv=None):
             raise
         print(f"internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)", file=sys.stderr)
         return 1
-    for w in result.warnings:
-        print(f"warning: {w}", file=sys.stderr)
+    if args.command == "check":
+        for w in result.warnings:
+            print(f"warning: {w}", file=sys.stderr)
+    elif result.warnings:
+        print(f"{len(result.warnings)} warning(s); `python build_site.py check` lists them", file=sys.stderr)
     print(result.summary())
     return 0
 

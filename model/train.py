@@ -237,10 +237,11 @@ def make_optimizer(params, tcfg: TrainConfig) -> AdamW:
 
 
 def train(out_dir, model_cfg: ModelConfig | None = None, train_cfg: TrainConfig | None = None,
-          corpus=DEFAULT_CORPUS, resume=False, progress=True) -> dict:
+          corpus=DEFAULT_CORPUS, resume=False, progress=True, stop_at=None) -> dict:
     """Train (or, with resume, continue) a language model on corpus, writing to out_dir.
-    model_cfg defaults to ModelConfig with the corpus's vocabulary. Returns a dict with the final
-    params, step, train_loss and val_loss."""
+    model_cfg defaults to ModelConfig with the corpus's vocabulary. stop_at ends this call early,
+    with a checkpoint, at that step of the schedule: a run in segments (resume continues it) is
+    bit for bit the run in one go. Returns a dict with the final params, step, train_loss and val_loss."""
     tcfg = train_cfg or TrainConfig()
     out_dir = Path(out_dir)
     ckpt_path, metrics_path = out_dir / CHECKPOINT, out_dir / METRICS
@@ -281,7 +282,8 @@ def train(out_dir, model_cfg: ModelConfig | None = None, train_cfg: TrainConfig 
     # The last values written down, so a resume with nothing left to do still reports them.
     loss = next((r["train_loss"] for r in reversed(history) if "train_loss" in r), math.nan)
     val_loss = next((r["val_loss"] for r in reversed(history) if "val_loss" in r), math.nan)
-    bar = tqdm(range(start + 1, tcfg.steps + 1), initial=start, total=tcfg.steps,
+    end = min(stop_at or tcfg.steps, tcfg.steps)
+    bar = tqdm(range(start + 1, end + 1), initial=start, total=tcfg.steps,
                disable=not progress, unit="step", dynamic_ncols=True)
     clock, clock_step = time.perf_counter(), start
     with open(metrics_path, "a", encoding="utf-8") as metrics:
@@ -308,11 +310,11 @@ def train(out_dir, model_cfg: ModelConfig | None = None, train_cfg: TrainConfig 
                 metrics.flush()
                 bar.set_postfix(loss=f"{loss:.3f}", val=f"{val_loss:.3f}", tok_s=f"{tokens_per_s:,.0f}")
                 clock, clock_step = time.perf_counter(), step
-            if step % tcfg.checkpoint_every == 0 or last_step:
+            if step % tcfg.checkpoint_every == 0 or last_step or step == end:
                 os.fsync(metrics.fileno())           # metrics must reach the checkpoint's step
                 checkpoint(step)
     bar.close()
-    return dict(params=params, step=max(start, tcfg.steps), train_loss=loss, val_loss=val_loss)
+    return dict(params=params, step=max(start, end), train_loss=loss, val_loss=val_loss)
 
 
 # ----------------------------------------------------------------------------- command line

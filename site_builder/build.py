@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from site_builder import training_run
+from site_builder.cache import BuildCache
 from site_builder.content import load_content
 from site_builder.links import check_links
 from site_builder.pages import PageBuilder
@@ -66,7 +68,7 @@ def static_files(root: Path):
     return files
 
 
-def gather(root: Path, problems: list):
+def gather(root: Path, problems: list, cache=None):
     """Everything the pages need, with no file written: content, index, shapes, view models."""
     content = load_content(root, problems)
     try:
@@ -81,7 +83,8 @@ def gather(root: Path, problems: list):
     site_info = dict(repo_url=str(content.site.get("repo_url", "")).rstrip("/"),
                      branch=content.site.get("branch", "main"), commit=commit, config=cfg)
     renderer = Renderer(root, index, problems)
-    model = PageBuilder(root, content, index, renderer, shapes, problems, site_info).build()
+    model = PageBuilder(root, content, index, renderer, shapes, problems, site_info, cache).build()
+    model.documented |= renderer.cited
     return content, index, renderer, model, site_info
 
 
@@ -138,11 +141,14 @@ def strict_checks(index, model, problems):
                                     "document it on a page, or make it private with a leading underscore", strict=True))
 
 
-def build(root: Path, out: Path, strict=False):
-    """Build the site into `out`. Raises BuildFailed with every problem; writes nothing then."""
+def build(root: Path, out: Path, strict=False, cache_dir=None, use_cache=True, retrain=False):
+    """Build the site into `out`. Raises BuildFailed with every problem; writes nothing then.
+    cache_dir defaults to .build_cache/ beside the sources; use_cache=False runs everything."""
     t0 = time.perf_counter()
     problems = []
-    gathered = gather(root, problems)
+    cache = BuildCache((cache_dir or root / ".build_cache") if use_cache else None)
+    training_run.configure(cache, retrain)
+    gathered = gather(root, problems, cache)
     if gathered is None:
         raise BuildFailed(problems)
     content, index, renderer, model, site_info = gathered
@@ -155,6 +161,6 @@ def build(root: Path, out: Path, strict=False):
     with output_lock(out):
         write_site(files, out)
     return BuildResult(pages=len(model.pages) + 1, source_pages=sum(1 for f in files if f.startswith("source/")),
-                       references=len(model.references), examples_run=model.examples_run, examples_cached=0,
+                       references=len(model.references), examples_run=model.examples_run, examples_cached=model.examples_cached,
                        seconds=time.perf_counter() - t0,
                        warnings=[p for p in problems if p.warning or (p.strict and not strict)])

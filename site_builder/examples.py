@@ -9,6 +9,7 @@ helpers here only format; every number comes from the model.
 Examples are imported from their file path, so content needs no package structure. An
 example that raises becomes a Problem naming the example and the model line that raised.
 """
+import ast
 import importlib.util
 import inspect
 import sys
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from site_builder.cache import digest
 from site_builder.problems import Problem
 from site_builder.trace import resolve_qualname
 
@@ -111,6 +113,16 @@ def gradcheck_table(rows):
     return dict(kind="gradcheck", rows=out)
 
 
+def table(headers, rows, caption=""):
+    """A generic table; cells are strings (format numbers with fmt_number / fmt_array)."""
+    return dict(kind="table", headers=list(headers), rows=[[str(c) for c in r] for r in rows], caption=caption)
+
+
+def figure(svg, caption=""):
+    """An SVG drawn by site_builder.plots from computed values."""
+    return dict(kind="svg", svg=svg, caption=caption)
+
+
 def _rows(a):
     a = np.asarray(a)
     return [fmt_array(r) for r in a] if a.ndim == 2 else [fmt_array(a)]
@@ -166,8 +178,74 @@ def raising_line(exc, root: Path):
     return f"{rel}:{frame.lineno}"
 
 
-def run_example(root: Path, ref: str, file: str, line: int, problems: list):
-    """Run one example; a failure becomes a Problem, and the page gets None."""
+REPO_PACKAGES = ("model", "tests", "site_builder")
+
+
+def module_file(root: Path, dotted: str):
+    """'model.ops' -> root/model/ops.py (or a package's __init__.py), if it is in the repository."""
+    if dotted.split(".")[0] not in REPO_PACKAGES:
+        return None
+    base = root.joinpath(*dotted.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def dependency_files(root: Path, path: Path) -> list:
+    """The file and every repository module it imports, transitively, sorted."""
+    seen, todo = set(), [path]
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        try:
+            tree = ast.parse(p.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError):
+            continue
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            for name in names:
+                f = module_file(root, name)
+                if f and f not in seen:
+                    todo.append(f)
+            if names:
+                parts = names[0].split(".")
+                for i in range(1, len(parts)):         # importing model.ops runs model/__init__.py
+                    f = module_file(root, ".".join(parts[:i]))
+                    if f and f not in seen:
+                        todo.append(f)
+    return sorted(seen)
+
+
+def example_key(root: Path, ref: str):
+    """Everything an example's numbers depend on: its own code and what it imports, NumPy."""
+    module_name = ref.partition(":")[0]
+    path = root / "content" / "examples" / f"{module_name}.py"
+    files = dependency_files(root, path) if path.exists() else []
+    return digest(ref, np.__version__, *[(f.relative_to(root).as_posix(), f.read_bytes()) for f in files])
+
+
+def run_example(root: Path, ref: str, file: str, line: int, problems: list, cache=None):
+    """Run one example (or take it from the cache); a failure becomes a Problem, and the page gets None.
+    Returns (result, from_cache)."""
+    key = example_key(root, ref)
+    if cache is not None:
+        cached = cache.get("examples", key)
+        if cached is not None:
+            return cached, True
+    result = _run(root, ref, file, line, problems)
+    if result is not None and cache is not None:
+        cache.put("examples", key, result)
+    return result, False
+
+
+def _run(root, ref, file, line, problems):
     try:
         fn = load_example(root, ref)
         result = fn()

@@ -24,6 +24,7 @@ class SiteModel:
     cited_files: set = field(default_factory=set)      # test files a page cites
     documented: set = field(default_factory=set)       # qualnames a page cites
     examples_run: int = 0
+    examples_cached: int = 0
 
 
 def function_pages(content):
@@ -36,8 +37,8 @@ def function_pages(content):
 
 
 class PageBuilder:
-    def __init__(self, root, content, index, renderer, shapes, problems, site_info):
-        self.root, self.content, self.index, self.r = root, content, index, renderer
+    def __init__(self, root, content, index, renderer, shapes, problems, site_info, cache=None):
+        self.root, self.content, self.index, self.r, self.cache = root, content, index, renderer, cache
         self.shapes, self.problems, self.site = shapes, problems, site_info
         self.model = SiteModel()
         self.fn_pages = function_pages(content)
@@ -185,8 +186,9 @@ class PageBuilder:
     def examples(self, page, c):
         out = []
         for e in c.get("examples") or []:
-            result = run_example(self.root, e["run"], page.file, e.line_of("run"), self.problems)
-            self.model.examples_run += 1
+            result, cached = run_example(self.root, e["run"], page.file, e.line_of("run"), self.problems, self.cache)
+            self.model.examples_cached += cached
+            self.model.examples_run += not cached
             if result is None:
                 continue
             for block in result.blocks:

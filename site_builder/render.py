@@ -59,6 +59,7 @@ class Renderer:
     def __init__(self, root, index, problems):
         self.root, self.index, self.problems = root, index, problems
         self.math_cache = {}
+        self.cited = set()          # qualnames that prose references resolved
 
     # -- math and prose -------------------------------------------------------------------
     def tex(self, tex, display, file, line):
@@ -80,6 +81,7 @@ class Renderer:
         except ResolveError as e:
             self.problems.append(Problem(file, line, str(e), "update the reference in the prose"))
             return f"<code>{html.escape(qualname)}</code>"
+        self.cited.add(qualname)
         href = f"{prefix}{source_url(r.file)}#{line_anchor(r.start, r.end)}"
         if snippet:
             label = f"{short_file(r.file)}:{r.start}" + (f"-{r.end}" if r.end != r.start else "")

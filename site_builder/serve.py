@@ -400,6 +400,14 @@ class SiteServer(ThreadingHTTPServer):
         socketserver.TCPServer.server_bind(self)
         self.server_name, self.server_port = str(self.server_address[0]), self.server_address[1]
 
+    def handle_error(self, request, client_address):
+        # A browser that navigates away mid-response (or drops a held long-poll) is normal:
+        # stay quiet. Anything else is one line, not socketserver's traceback.
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            return
+        print(f"warning: error answering a request: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+
     @property
     def port(self) -> int:
         return self.server_address[1]

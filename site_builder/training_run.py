@@ -1,0 +1,85 @@
+"""The training run the site shows: the loss curve, samples at several steps, and the
+trained parameters that the attention heatmap and the generation page read.
+
+It is the real `model.train.train` on the shipped corpus at the default config, run in
+segments (train stops at each snapshot step with a checkpoint and resumes bit for bit), so
+the samples come from the same run as the curve. Training takes seconds, not minutes, but a
+normal build should not pay it: the result is cached, keyed on the model and training
+sources, the corpus, the configs and NumPy's version. It reruns when one of those changes,
+or when the build is asked to (`--retrain`).
+"""
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from site_builder.cache import BuildCache, digest
+
+SNAPSHOT_STEPS = (1, 50, 150, 300, 600)
+SAMPLE_PROMPT = "ROMEO:"
+SAMPLE_LENGTH = 120
+SAMPLE_SEED = 0
+_state = {"cache": BuildCache(None), "retrain": False}
+
+
+@dataclass
+class TrainingRun:
+    model_cfg: object
+    train_cfg: object
+    metrics: list            # the rows of metrics.jsonl
+    samples: dict            # step -> generated text (greedy-free: temperature 0.8, seed fixed)
+    params: dict             # the final parameters
+    snapshots: dict          # step -> params at that step
+    chars: str               # the tokenizer's vocabulary
+    commit_key: str          # the cache key: which sources and configs produced this run
+
+
+def configure(cache: BuildCache, retrain: bool = False):
+    """Called by the build: where the run is cached, and whether to ignore the cache."""
+    _state["cache"], _state["retrain"] = cache, retrain
+
+
+def source_key(root: Path, train_cfg, corpus: Path):
+    sources = sorted((root / "model").glob("*.py"))
+    return digest(*[p.read_bytes() for p in sources], corpus.read_bytes(), repr(train_cfg),
+                  np.__version__, SNAPSHOT_STEPS, SAMPLE_PROMPT, SAMPLE_LENGTH, SAMPLE_SEED)
+
+
+def run_training(root: Path, train_cfg):
+    from model.data import DEFAULT_CORPUS, CharTokenizer
+    from model.generate import generate
+    from model.train import train, load_checkpoint
+    samples, snapshots = {}, {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, step in enumerate(s for s in SNAPSHOT_STEPS if s <= train_cfg.steps):
+            result = train(tmp, train_cfg=train_cfg, corpus=DEFAULT_CORPUS, resume=i > 0, progress=False, stop_at=step)
+            ckpt = load_checkpoint(Path(tmp) / "checkpoint.npz")
+            cfg, tok = ckpt["model_cfg"], ckpt["tokenizer"]
+            snapshots[step] = {k: v.copy() for k, v in result["params"].items()}
+            ids = generate(result["params"], cfg, tok.encode(SAMPLE_PROMPT), SAMPLE_LENGTH, 0.8, None,
+                           np.random.default_rng(SAMPLE_SEED))
+            samples[step] = tok.decode(ids)
+        metrics = [json.loads(line) for line in (Path(tmp) / "metrics.jsonl").read_text().splitlines() if line]
+    for row in metrics:
+        row.pop("tokens_per_s", None)          # wall-clock: would make two builds differ
+    return TrainingRun(model_cfg=cfg, train_cfg=train_cfg, metrics=metrics, samples=samples,
+                       params=snapshots[max(snapshots)], snapshots=snapshots, chars="".join(tok.chars),
+                       commit_key="")
+
+
+def trained_run(root: Path | None = None, steps: int = max(SNAPSHOT_STEPS)) -> TrainingRun:
+    """The cached run (training it first if the cache has none for these sources)."""
+    from model.config import TrainConfig
+    from model.data import DEFAULT_CORPUS
+    root = root or Path(__file__).resolve().parent.parent
+    train_cfg = TrainConfig(steps=steps)
+    key = source_key(root, train_cfg, Path(DEFAULT_CORPUS))
+    cache = _state["cache"]
+    run = None if _state["retrain"] else cache.get("training", key)
+    if run is None:
+        run = run_training(root, train_cfg)
+        run.commit_key = key[:12]
+        cache.put("training", key, run)
+    return run
