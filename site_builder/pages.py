@@ -154,7 +154,7 @@ class PageBuilder:
             implemented=[x for x in rows if x["role"] != "tests"],
             used=self.used(fn),
             flow=self.flow(fn) if c.get("flow") else None,
-            update=self.md(c, "update"),
+            reaches_update=self.md(c, "update"),
             paper=self.paper(page, c),
         )
 

@@ -8,6 +8,7 @@ normal build should not pay it: the result is cached, keyed on the model and tra
 sources, the corpus, the configs and NumPy's version. It reruns when one of those changes,
 or when the build is asked to (`--retrain`).
 """
+import ast
 import json
 import tempfile
 from dataclasses import dataclass
@@ -41,9 +42,19 @@ def configure(cache: BuildCache, retrain: bool = False):
     _state["cache"], _state["retrain"] = cache, retrain
 
 
+def code_fingerprint(path: Path) -> str:
+    """The source's syntax tree without positions: comments, blank lines and moved code
+    leave it unchanged, so they do not retrain (nothing the run shows depends on line numbers)."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        return ast.dump(ast.parse(text), include_attributes=False)
+    except SyntaxError:
+        return text
+
+
 def source_key(root: Path, train_cfg, corpus: Path):
     sources = sorted((root / "model").glob("*.py"))
-    return digest(*[p.read_bytes() for p in sources], corpus.read_bytes(), repr(train_cfg),
+    return digest(*[(p.name, code_fingerprint(p)) for p in sources], corpus.read_bytes(), repr(train_cfg),
                   np.__version__, SNAPSHOT_STEPS, SAMPLE_PROMPT, SAMPLE_LENGTH, SAMPLE_SEED)
 
 

@@ -1,0 +1,126 @@
+"""The Transformer Block page: every section of the seed page is there, and its numbers are the
+model's numbers (each example value recomputed here by a direct call)."""
+import json
+import re
+import sys
+
+import numpy as np
+import pytest
+
+from model.transformer import ffn_forward, ffn_backward, block_forward, block_backward
+from site_builder.examples import load_example, fmt_array, fmt_number
+from tests.conftest import ROOT
+from tests.test_transformer import ffn_worked_params, FFN_WORKED_XN, FFN_WORKED_DOUT
+
+CONCEPTS = ["ffn-forward", "ffn-backward", "block-forward", "block-backward"]
+HEADINGS = ["What is it?", "Why does the model need it?", "Mathematics", "What does each symbol mean?",
+            "Tiny numerical example", "Tensor shapes", "Actual implementation", "Code and math connection",
+            "Where is it used?", "Implemented in"]
+
+
+def example(name):
+    return load_example(ROOT, f"block:{name}")()
+
+
+def block_examples():
+    """The example module itself, for its hand-picked inputs and tiny config."""
+    return sys.modules[load_example(ROOT, "block:tiny_params").__module__]
+
+
+@pytest.mark.parametrize("concept", CONCEPTS)
+def test_every_concept_has_every_section(site_page, concept):
+    html = site_page("block")
+    start = html.index(f'<section class="concept" id="{concept}"')
+    section = html[start:html.index("</section>", start)]
+    for heading in HEADINGS:
+        assert heading in section, f"{concept} lacks '{heading}'"
+    assert 'class="equation"' in section and "katex" in section
+
+
+def test_page_level_sections(site_page):
+    html = site_page("block")
+    for needle in ['id="caches"', 'id="params"', "Gradient flow, in the order of", "Only the identity path",
+                   "Checking the backward numerically", "How this reaches a parameter update",
+                   "Reaches it through", "Note · general", "Note · measured", "Hand-picked inputs"]:
+        assert needle in html, needle
+
+
+def test_ffn_forward_table_equals_a_direct_call():
+    rows = example("ffn_forward_worked").blocks[0]["rows"]
+    params = ffn_worked_params()
+    out, cache = ffn_forward(FFN_WORKED_XN, params, "b0.")
+    Z = FFN_WORKED_XN @ params["b0.ff1_w"] + params["b0.ff1_b"]
+    assert [r["value"] for r in rows] == [fmt_array(FFN_WORKED_XN), fmt_array(Z), fmt_array(cache["A"]), fmt_array(out)]
+    assert rows[1]["value"] == "[[1.0000, -0.5000, -1.0000]]" and rows[3]["value"] == "[[1.0000, 2.0000]]"
+
+
+def test_ffn_backward_table_equals_a_direct_call():
+    rows = example("ffn_backward_worked").blocks[0]["rows"]
+    params = ffn_worked_params()
+    _, cache = ffn_forward(FFN_WORKED_XN, params, "b0.")
+    grads = {k: np.zeros_like(v) for k, v in params.items()}
+    dXn = ffn_backward(FFN_WORKED_DOUT, cache, params, "b0.", grads)
+    assert rows[-1]["value"] == fmt_array(dXn) == "[[2.0000, 0.0000]]"
+    assert rows[1]["value"] == "[[2.0000, 0.5000, 0.5000]]" and rows[2]["value"] == "[[2.0000, 0.0000, 0.0000]]"
+
+
+def _block(params):
+    mod = block_examples()
+    X, dY = mod.X_HAND.copy(), mod.DY_HAND.copy()
+    Y, cache = block_forward(X, params, 0, mod.TINY)
+    grads = {k: np.zeros_like(v) for k, v in params.items()}
+    return Y, block_backward(dY, cache, params, 0, grads), grads, mod
+
+
+def test_block_backward_tables_equal_a_direct_call():
+    blocks = example("block_backward_tables").blocks
+    mod = block_examples()
+    _, dX, _, _ = _block(mod.tiny_params())
+    final = blocks[-1]
+    assert final["rows"] == [[fmt_number(x) for x in row] for row in dX]
+    assert [b["name"] for b in blocks][0] == "dY"
+
+
+def test_identity_path_returns_dy_exactly():
+    blocks = example("block_backward_identity_only").blocks
+    mod = block_examples()
+    params = mod.tiny_params()
+    params["b0.ln1_g"][:] = 0
+    params["b0.ln2_g"][:] = 0
+    _, dX, _, _ = _block(params)
+    assert np.array_equal(dX, mod.DY_HAND)
+    assert blocks[-1]["rows"] == [[fmt_number(x) for x in row] for row in mod.DY_HAND]
+
+
+def test_stepper_adds_show_both_terms_and_their_sum():
+    steps = example("block_forward_steps").blocks[0]["steps"]
+    assert len(steps) == 7
+    for st in steps:
+        if "terms" in st:
+            a, b = (np.array(t["row"], dtype=float) for t in st["terms"])
+            assert np.allclose(a + b, np.array(st["after"], dtype=float), atol=1e-4)
+
+
+def test_gradcheck_gaps_are_tiny():
+    for name in ("ffn_backward_gradcheck", "block_backward_gradcheck"):
+        for row in example(name).blocks[0]["rows"]:
+            assert float(row["gap"]) < 1e-8, (name, row["name"], row["gap"])
+
+
+def test_references_json_matches_the_source(built_site):
+    refs = json.loads((built_site / "references.json").read_text())
+    assert refs["references"], "no references recorded"
+    for r in refs["references"]:
+        lines = (ROOT / r["file"]).read_text().split("\n")
+        assert "\n".join(lines[r["start"] - 1:r["end"]]) == r["code"], r
+        assert r["role"] in ("computes", "inline", "tests", "derived")
+    block = [r for r in refs["references"] if r["page"] == "block"]
+    assert {r["concept"] for r in block} >= set(CONCEPTS)
+
+
+def test_source_pages_have_line_anchors_and_marks(built_site):
+    html = (built_site / "source/model/transformer.py.html").read_text()
+    n = len((ROOT / "model/transformer.py").read_text().splitlines())
+    assert f'id="L{n}"' in html and 'id="L1"' in html
+    assert re.search(r'<tr id="L\d+" class="cited">', html)
+    assert "block.html#ffn-forward--relu" in html
