@@ -71,6 +71,8 @@ def static_files(root: Path):
 def gather(root: Path, problems: list, cache=None):
     """Everything the pages need, with no file written: content, index, shapes, view models."""
     content = load_content(root, problems)
+    if any(not p.warning for p in problems):
+        return None           # the rest of the pipeline trusts validated content: stop here
     try:
         index = build_index(root)
     except SourceError as e:
@@ -124,6 +126,7 @@ def render_all(root, content, index, renderer, model, site_info):
     size["total"] = sum(n for _, n in size["groups"])
     files["index.html"] = env.get_template("index.html").render(
         title="Overview", description=common["site"]["description"], root="", current="index", size=size,
+        call_map=model.call_map,
         prev_href=None, next_href=f"{nav[0]['slug']}.html" if nav else None,
         next_title=nav[0]["title"] if nav else None, **common).encode()
     origin["index.html"] = "content/site.yaml"

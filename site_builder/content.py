@@ -97,6 +97,28 @@ SCHEMA = {
     "paper": ({"key"}, {"section", "equation", "page"}, {}),
 }
 ROLES = ("computes", "inline", "tests", "derived")
+# The type of every leaf value; anything not listed here is a string.
+LEAF_TYPES = {"derived": bool, "flow": bool, "names": "str-list", "nav": "str-list",
+              "holds": "str-map", "roles": "str-map", "papers": dict, "shape": "scalar",
+              "section": "scalar", "equation": "scalar", "page": "scalar", "year": "scalar"}
+CONTAINERS = {"sections", "math", "refs", "symbols", "examples", "shapes", "listings", "notes", "paper"}
+
+
+def check_leaf(obj, key, file, problems):
+    """Values must have the type the renderer expects: say which, at the key's line."""
+    value, want = obj[key], LEAF_TYPES.get(key, str)
+    line = obj.line_of(key)
+    ok = {bool: lambda v: isinstance(v, bool),
+          str: lambda v: isinstance(v, str) and v.strip() != "",
+          dict: lambda v: isinstance(v, dict),
+          "scalar": lambda v: isinstance(v, (str, int, float)) and not isinstance(v, bool),
+          "str-list": lambda v: isinstance(v, list) and all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in v),
+          "str-map": lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values())}[want](value)
+    if not ok:
+        described = {bool: "true or false", str: "non-empty text", dict: "a mapping", "scalar": "a number or text",
+                     "str-list": "a list of names", "str-map": "a mapping of names to text"}[want]
+        problems.append(Problem(file, line, f"'{key}' must be {described}, got {type(value).__name__}",
+                                "quote text that YAML would read as something else"))
 
 
 def section_kind(obj):
@@ -123,6 +145,8 @@ def validate(obj, kind, file, line, problems):
         kind = math_kind(obj)
     required, optional, children = SCHEMA[kind]
     for key in obj:
+        if key in required | optional and key not in CONTAINERS and key != "type":
+            check_leaf(obj, key, file, problems)
         if key not in required | optional:
             hint = did_you_mean(str(key), required | optional)
             problems.append(Problem(file, obj.line_of(key), f"unknown key '{key}' in {kind}",

@@ -164,18 +164,21 @@ def load_example(root: Path, ref: str):
 
 
 def raising_line(exc, root: Path):
-    """file:line of the deepest frame inside the repository (model code, preferably)."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    root = str(root.resolve())
-    inside = [f for f in frames if f.filename.startswith(root)]
-    model = [f for f in inside if "/model/" in f.filename]
-    frame = (model or inside or frames)[-1]
-    rel = Path(frame.filename).resolve()
-    try:
-        rel = rel.relative_to(root)
-    except ValueError:
-        pass
-    return f"{rel}:{frame.lineno}"
+    """file:line of the deepest frame in the model (else in the repository) that raised."""
+    bases = [root.resolve(), Path(__file__).resolve().parent.parent]
+
+    def relative(filename):
+        path = Path(filename).resolve()
+        for base in bases:
+            if path.is_relative_to(base):
+                return path.relative_to(base).as_posix()
+        return None
+
+    frames = [(relative(f.filename), f.lineno) for f in traceback.extract_tb(exc.__traceback__)]
+    inside = [(rel, n) for rel, n in frames if rel]
+    model = [(rel, n) for rel, n in inside if rel.startswith("model/")]
+    rel, n = (model or inside or [(frames[-1][0] or "?", frames[-1][1])])[-1]
+    return f"{rel}:{n}"
 
 
 REPO_PACKAGES = ("model", "tests", "site_builder")

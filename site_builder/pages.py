@@ -7,6 +7,7 @@ completely (and its problems recorded with the content file and line) before any
 rendered, so one build reports every problem at once.
 """
 import html
+import re
 from dataclasses import dataclass, field
 
 from site_builder.content import concepts, section_kind
@@ -25,6 +26,31 @@ class SiteModel:
     documented: set = field(default_factory=set)       # qualnames a page cites
     examples_run: int = 0
     examples_cached: int = 0
+    call_map: dict = None
+
+
+def tex_tokens(tex):
+    """TeX as tokens (commands, single characters), so 'X' does not match inside 'X_n'... by position."""
+    return re.findall(r"\\[A-Za-z]+|\\.|[^\s]", tex)
+
+
+def contains(haystack, needle):
+    n = len(needle)
+    return n > 0 and any(haystack[i:i + n] == needle for i in range(len(haystack) - n + 1))
+
+
+def split_top_level(tex):
+    """'W_1, b_1' -> ['W_1', 'b_1']; commas inside braces stay."""
+    parts, depth, cur = [], 0, ""
+    for ch in tex:
+        depth += ch == "{"
+        depth -= ch == "}"
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return [x.strip() for x in parts + [cur] if x.strip()]
 
 
 def function_pages(content):
@@ -100,6 +126,7 @@ class PageBuilder:
                 intro=self.r.md(page.body, page.file, page.body_line),
                 sections=sections,
                 prev=slugs[i - 1] if i > 0 else None, next=slugs[i + 1] if i + 1 < len(slugs) else None))
+        self.model.call_map = self.call_map()
         return self.model
 
     def concept(self, page, c):
@@ -158,6 +185,18 @@ class PageBuilder:
             paper=self.paper(page, c),
         )
 
+    def call_map(self, root="model.transformer.loss_and_grads", depth=3):
+        """The functions `root` calls, in code order, recursively: the landing page's map."""
+        seen = set()
+
+        def node(q, d):
+            entry = dict(self.fn_link(q), qualname=q, children=[], repeat=q in seen)
+            if q not in seen and d < depth:
+                seen.add(q)
+                entry["children"] = [node(c, d + 1) for c in self.index.calls(q) if c.startswith("model.")]
+            return entry
+        return node(root, 0)
+
     def status(self, fn):
         try:
             self.index.function(fn)
@@ -168,7 +207,16 @@ class PageBuilder:
     def symbols(self, page, c):
         out = []
         fn_shapes = self.shapes.get(c["function"], {})
+        math = [tex_tokens(str(i["tex"])) for i in c.get("math") or [] if "eq" in i]
+        dims = " ".join(str(s["shape"]) for s in c.get("symbols") or [])
         for s in c.get("symbols") or []:
+            parts = [x for x in split_top_level(str(s["tex"]))]
+            unused = [x for x in parts if not any(contains(eq, tex_tokens(x)) for eq in math)
+                      and not re.search(rf"(?<![\\\w]){re.escape(x.strip())}(?!\w)", dims)]
+            if unused:
+                self.problems.append(Problem(page.file, s.line_of("tex"),
+                                             f"symbol '{unused[0].strip()}' is declared but no equation of '{c['id']}' uses it",
+                                             "use it in an equation, correct its TeX, or remove the row"))
             declared = str(s["shape"])
             info = fn_shapes.get(str(s["code"]))
             if info is not None and declared.startswith("("):

@@ -1,0 +1,189 @@
+"""One test per class of build error: each is reported as `file:line: what (fix)`, all of a
+build's problems together, with exit status 1 and no traceback. The builds run on a small
+repository made in a temporary folder: the real model, templates and static files, and a
+one-page content folder that each test breaks in one way."""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from site_builder.build import build
+from site_builder.problems import BuildFailed
+from tests.conftest import ROOT
+
+SITE = """title: Mini
+repo_url: https://example.invalid/repo
+nav: [mini]
+papers:
+  vaswani2017: {title: Attention Is All You Need, authors: Vaswani and others, year: 2017}
+"""
+PAGE = """---
+title: Mini
+sections:
+  - id: mini
+    title: Relative error
+    function: model.gradcheck.rel_error
+    what: How far apart two gradients are.
+    why: Tests compare gradients by norm.
+    math:
+      - eq: rel
+        name: Relative error
+        tex: e = \\frac{\\|a - n\\|}{\\|a\\| + \\|n\\|}
+        refs:
+          - {role: computes, function: model.gradcheck.rel_error, snippet: "return float("}
+    symbols:
+      - {tex: 'e', meaning: The relative error, code: e, shape: scalar}
+    examples:
+      - {title: One comparison, run: "mini:compare"}
+---
+The body, with a [link](mini.html#mini).
+"""
+EXAMPLE = """import numpy as np
+from model.gradcheck import rel_error
+from site_builder.examples import ExampleResult, table
+
+
+def compare():
+    return ExampleResult([table(["error"], [[rel_error(np.ones(3), np.ones(3))]])], "hand-picked vectors")
+
+
+def explode():
+    from model.transformer import check_ids
+    from model.config import ModelConfig
+    check_ids(np.array([99]), ModelConfig(vocab_size=5))
+"""
+
+
+@pytest.fixture
+def mini(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    for name in ("model", "templates", "static", "data", "tests", "site_builder"):
+        (root / name).symlink_to(ROOT / name)
+    shutil.copy(ROOT / "build_site.py", root / "build_site.py")
+    (root / "content" / "pages").mkdir(parents=True)
+    (root / "content" / "examples").mkdir()
+    (root / "content" / "site.yaml").write_text(SITE)
+    (root / "content" / "pages" / "mini.md").write_text(PAGE)
+    (root / "content" / "examples" / "mini.py").write_text(EXAMPLE)
+    return root
+
+
+def problems_of(root, page=None, site=None, strict=True):
+    if page is not None:
+        (root / "content/pages/mini.md").write_text(page)
+    if site is not None:
+        (root / "content/site.yaml").write_text(site)
+    with pytest.raises(BuildFailed) as e:
+        build(root, root / "site", strict=strict, use_cache=False)
+    return [str(p) for p in e.value.problems]
+
+
+def only(lines, needle):
+    hits = [l for l in lines if needle in l]
+    assert hits, f"no problem mentions {needle!r}: {lines}"
+    return hits[0]
+
+
+def test_the_mini_site_builds_apart_from_undocumented_functions(mini):
+    build(mini, mini / "site", strict=False, use_cache=False)
+    assert (mini / "site" / "mini.html").exists()
+    lines = problems_of(mini)     # strict: the rest of model/ is undocumented here
+    assert all("is cited by no page" in l for l in lines)
+    assert only(lines, "model.transformer.forward").startswith("model/transformer.py:")
+
+
+def test_malformed_yaml(mini):
+    line = only(problems_of(mini, PAGE.replace("    why: Tests", "    why: [Tests")), "malformed YAML")
+    assert line.startswith("content/pages/mini.md:")
+
+
+def test_unknown_key_suggests_the_close_one(mini):
+    line = only(problems_of(mini, PAGE.replace("    why:", "    whyy:")), "unknown key 'whyy'")
+    assert line.startswith("content/pages/mini.md:8:") and "did you mean 'why'" in line
+
+
+def test_missing_required_field(mini):
+    line = only(problems_of(mini, PAGE.replace("    what: How far apart two gradients are.\n", "")), "required key 'what'")
+    assert line.startswith("content/pages/mini.md:")
+
+
+def test_wrong_type(mini):
+    line = only(problems_of(mini, PAGE.replace("title: Relative error", "title: [a, b]")), "'title' must be")
+    assert line.startswith("content/pages/mini.md:5:")
+
+
+def test_duplicate_ids(mini):
+    doubled = PAGE.replace("      - eq: rel\n", "      - {eq: rel, name: Again, tex: e, refs: []}\n      - eq: rel\n")
+    only(problems_of(mini, doubled), "duplicate equation id 'rel'")
+    page = PAGE.replace("sections:\n", "sections:\n  - {type: text, id: mini, title: Twice, body: text}\n")
+    assert "duplicate section id 'mini'" in only(problems_of(mini, page), "duplicate section id")
+
+
+def test_tex_error_has_katex_message_and_position(mini):
+    line = only(problems_of(mini, PAGE.replace("\\frac{", "\\frca{")), "TeX error")
+    assert line.startswith("content/pages/mini.md:") and "\\frca" in line and "position" in line
+
+
+@pytest.mark.parametrize("old, new, needle", [
+    ("model.gradcheck.rel_error, snippet", "model.gradcheck.rel_eror, snippet", "did you mean model.gradcheck.rel_error"),
+    ("model.gradcheck.rel_error, snippet", "model.gradchek.rel_error, snippet", "no module model.gradchek"),
+    ('snippet: "return float("', 'snippet: "no such code"', "no line of model.gradcheck.rel_error contains"),
+    ('snippet: "return float("', 'snippet: "np."', "matches"),
+])
+def test_unresolvable_references(mini, old, new, needle):
+    line = only(problems_of(mini, PAGE.replace(old, new)), needle)
+    assert line.startswith("content/pages/mini.md:14:")
+
+
+def test_missing_test_reference(mini):
+    page = PAGE.replace('snippet: "return float("}', 'snippet: "return float("}\n          - {role: tests, function: tests.test_nothing.test_x, snippet: "x"}')
+    assert only(problems_of(mini, page), "tests.test_nothing").startswith("content/pages/mini.md:15:")
+
+
+def test_symbol_never_used(mini):
+    page = PAGE.replace("code: e, shape: scalar}", "code: e, shape: scalar}\n      - {tex: 'Q_z', meaning: Stale, code: q, shape: scalar}")
+    assert only(problems_of(mini, page), "symbol 'Q_z' is declared but no equation").startswith("content/pages/mini.md:17:")
+
+
+def test_navigation_and_pages_must_agree(mini):
+    lines = problems_of(mini, site=SITE.replace("nav: [mini]", "nav: [mini, ghost]"))
+    assert only(lines, "'ghost'").startswith("content/site.yaml:")
+    (mini / "content/pages/extra.md").write_text(PAGE.replace("id: mini", "id: extra"))
+    lines = problems_of(mini, site=SITE)
+    assert only(lines, "missing from the navigation").startswith("content/pages/extra.md:1:")
+
+
+def test_example_that_raises_names_the_example_and_the_model_line(mini):
+    line = only(problems_of(mini, PAGE.replace("mini:compare", "mini:explode")), "example mini:explode raised")
+    assert "ModelInputError" in line and "model/transformer.py:" in line
+    assert line.startswith("content/pages/mini.md:18:")
+
+
+def test_broken_link_and_anchor_fail_check_only(mini):
+    page = PAGE.replace("[link](mini.html#mini)", "[link](mini.html#nowhere) and [gone](gone.html) and [line](source/model/gradcheck.py.html#L9999)")
+    lines = problems_of(mini, page)
+    only(lines, "has no anchor '#nowhere'")
+    only(lines, "gone.html")
+    only(lines, "#L9999")
+    build(mini, mini / "site", strict=False, use_cache=False)     # a normal build still passes
+
+
+def test_all_problems_are_listed_together(mini):
+    page = PAGE.replace("    why:", "    whyy:").replace("title: Relative error", "titel: Relative error")
+    lines = problems_of(mini, page)
+    only(lines, "'whyy'")
+    only(lines, "'titel'")
+
+
+def test_command_line_prints_one_line_per_problem_and_no_traceback(mini):
+    (mini / "content/pages/mini.md").write_text(PAGE.replace("\\frac{", "\\frca{").replace("    why:", "    whyy:"))
+    run = subprocess.run([sys.executable, "build_site.py", "check", "--no-cache"], cwd=mini, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1
+    assert "Traceback" not in run.stderr
+    problems = [l for l in run.stderr.splitlines() if l.startswith("content/")]
+    assert problems and all(": " in l for l in problems)
+    assert "build failed:" in run.stderr.splitlines()[-1]
+    assert not (mini / "site").exists()
