@@ -213,11 +213,16 @@ def load_content(root: Path, problems: list) -> Content:
     if err:
         problems.append(err)
         return Content(site=Located())
+    if not isinstance(site, dict):
+        problems.append(Problem(site_file, 1, "the site file must be a mapping",
+                                "write 'title: ...', 'nav: [...]' and so on"))
+        return Content(site=Located())
     validate(site, "site", site_file, 1, problems)
-    for key, entry in (site.get("papers") or {}).items():
+    papers = site.get("papers")
+    for key, entry in (papers.items() if isinstance(papers, dict) else ()):
         validate(entry, "paper_entry", site_file, getattr(entry, "line", 1), problems)
     content = Content(site=site)
-    nav = site.get("nav") or []
+    nav = site.get("nav") if isinstance(site.get("nav"), list) else []
     page_files = {p.stem: p for p in sorted((content_dir / "pages").glob("*.md"))}
     for slug in nav:
         if slug not in page_files:

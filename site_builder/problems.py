@@ -19,7 +19,7 @@ class Problem:
     def __str__(self):
         where = f"{self.file}:{self.line}" if self.line else self.file
         fix = f" ({self.fix})" if self.fix else ""
-        return f"{where}: {self.message}{fix}"
+        return " ".join(f"{where}: {self.message}{fix}".split())     # always one line
 
 
 class BuildFailed(Exception):

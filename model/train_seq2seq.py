@@ -1,0 +1,190 @@
+"""Train the 2017 encoder-decoder on a small real task: reverse a random letter sequence.
+
+    python -m model.train_seq2seq [--steps N] [--seed S] [--out DIR]
+
+Source: 3 to 8 letters from a 10-letter alphabet, padded to 8 with PAD. Target: the letters
+reversed, then EOS, then PAD. The decoder reads [BOS, reversed..., EOS, PAD...] minus its last
+token and predicts it shifted by one (teacher forcing). Every position is in the loss, PAD
+included: after EOS the answer is always PAD, so those positions are easy, and the model needs
+no padding masks (the encoder's self-attention sees the pads and learns where the word ends).
+
+Optimiser as in the paper: Adam with betas (0.9, 0.98), eps 1e-9, no weight decay, under the
+Noam schedule (linear warm-up, then 1/sqrt(step)) times lr_factor; label smoothing 0.1.
+Why warm-up 400 and lr_factor 0.5 (peak rate 4.4e-3 at step 400): the task is learnt by step
+~500, and once the loss sits on its label-smoothing floor (0.537) Adam keeps taking full-size
+steps on pure gradient noise, which now and then throws the post-LN model off (a loss spike it
+recovers from in 100-200 steps). At factor 1 the spikes came more often and one seed in ten
+ended at 94%; at 0.5 all ten ended at >= 99.8%.
+
+Held-out accuracy is exact match of greedy decoding on sequences the training stream never draws.
+Writes DIR/metrics.jsonl (one JSON object per line), DIR/config.json and DIR/params.npz.
+"""
+import argparse
+import contextlib
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from model.config import Seq2SeqConfig
+from model.optim import AdamW, noam_lr
+from model.seq2seq import init_params, loss_and_grads, greedy_decode
+
+PAD, BOS, EOS = 0, 1, 2
+LETTERS = "abcdefghij"
+FIRST_LETTER = 3                    # letter k has id FIRST_LETTER + k
+VOCAB = FIRST_LETTER + len(LETTERS)
+MIN_LEN, MAX_LEN = 3, 8
+
+
+def decode_text(ids) -> str:
+    """Ids -> letters, stopping at EOS; PAD and BOS print as nothing."""
+    out = []
+    for i in ids:
+        if i == EOS:
+            break
+        if i >= FIRST_LETTER:
+            out.append(LETTERS[i - FIRST_LETTER])
+    return "".join(out)
+
+
+def sample_sources(n, rng, exclude=frozenset()):
+    """n padded sources (n, MAX_LEN) whose letter tuples are not in `exclude`, and their lengths."""
+    rows, lengths = [], []
+    while len(rows) < n:
+        L = int(rng.integers(MIN_LEN, MAX_LEN + 1))
+        letters = tuple(int(x) for x in rng.integers(FIRST_LETTER, VOCAB, L))
+        if letters in exclude:
+            continue
+        rows.append(list(letters) + [PAD] * (MAX_LEN - L))
+        lengths.append(L)
+    return np.array(rows, dtype=np.int64), np.array(lengths)
+
+
+def make_targets(src, lengths):
+    """full = [BOS, reversed letters, EOS, PAD...] (B, MAX_LEN + 2); returns (tgt_in, tgt_out)."""
+    full = np.full((len(src), MAX_LEN + 2), PAD, dtype=np.int64)
+    full[:, 0] = BOS
+    for b, L in enumerate(lengths):
+        full[b, 1:L + 1] = src[b, :L][::-1]
+        full[b, L + 1] = EOS
+    return full[:, :-1], full[:, 1:]    # teacher forcing: read up to t, predict t + 1
+
+
+def one_blas_thread():
+    """Run BLAS on one thread where threadpoolctl is installed (it is optional). These matrices
+    are small enough that a second thread gains nothing, and on a busy machine BLAS threads
+    waiting on each other stretched 2 ms matmuls to seconds (a 12 s run took 4 minutes)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(1, user_api="blas")
+
+
+def smoothing_floor(V, eps):
+    """The lowest reachable label-smoothed loss: the entropy of q itself, when p = q exactly."""
+    q_hit, q_miss = 1 - eps + eps / V, eps / V
+    return float(-(q_hit * np.log(q_hit) + (V - 1) * q_miss * np.log(q_miss))) if eps else 0.0
+
+
+def evaluate(params, cfg, src, lengths):
+    """Greedy-decode every source; exact match = every letter and the EOS right, nothing extra."""
+    _, tgt_out = make_targets(src, lengths)
+    pred = greedy_decode(params, src, cfg, BOS, EOS, max_len=MAX_LEN + 1)
+    exact, tokens, total = 0, 0, 0
+    for b, L in enumerate(lengths):
+        want = tgt_out[b, :L + 1]                       # letters then EOS
+        got = np.full(L + 1, -1)
+        got[:min(L + 1, pred.shape[1])] = pred[b, :L + 1]
+        exact += bool((got == want).all())
+        tokens += int((got == want).sum())
+        total += L + 1
+    return exact / len(lengths), tokens / total, pred
+
+
+def train(steps=1000, seed=0, out="runs/seq2seq_reverse", batch_size=64, warmup=400,
+          lr_factor=0.5, eval_every=250, num_eval=500, log_every=25, progress=True):
+    """Returns a summary dict; writes metrics.jsonl, config.json, params.npz into `out`
+    (pass out=None to write nothing). progress=False: no bar, no printing."""
+    cfg = Seq2SeqConfig(src_vocab_size=VOCAB, tgt_vocab_size=VOCAB, max_len=MAX_LEN + 1,
+                        d_model=32, num_heads=4, d_ff=128, num_enc_layers=2, num_dec_layers=2,
+                        label_smoothing=0.1, tie_output=True, share_vocab=True)
+    rng = np.random.default_rng(seed)
+    params = init_params(cfg, rng)
+    opt = AdamW(params, betas=(0.9, 0.98), eps=1e-9, weight_decay=0.0)   # Adam, as in the paper
+
+    # Held-out set first, from its own stream; training draws skip its sequences.
+    val_src, val_len = sample_sources(num_eval, np.random.default_rng([seed, 1]))
+    held_out = frozenset(tuple(int(x) for x in row[:L]) for row, L in zip(val_src, val_len))
+
+    metrics = None
+    if out is not None:
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "config.json").write_text(json.dumps(dict(model=cfg.to_dict(), steps=steps, seed=seed,
+                                                         batch_size=batch_size, warmup=warmup,
+                                                         lr_factor=lr_factor), indent=2))
+        metrics = open(out / "metrics.jsonl", "w")
+
+    def log(row):                           # one line per record, flushed: tail -f works
+        if metrics is not None:
+            metrics.write(json.dumps(row) + "\n")
+            metrics.flush()
+
+    t0 = time.time()
+    exact = token_acc = float("nan")
+    losses = []
+    with one_blas_thread():
+        bar = tqdm(range(1, steps + 1), desc="reverse", disable=not progress, dynamic_ncols=True)
+        for step in bar:
+            src, lengths = sample_sources(batch_size, rng, held_out)
+            tgt_in, tgt_out = make_targets(src, lengths)
+            loss, grads = loss_and_grads(params, src, tgt_in, tgt_out, cfg)
+            lr = lr_factor * noam_lr(step, cfg.d_model, warmup)
+            opt.step(params, grads, lr)
+            losses.append(loss)
+            recent = float(np.mean(losses[-log_every:]))
+            if step % log_every == 0 or step == steps:
+                log(dict(step=step, loss=recent, lr=lr, elapsed_s=round(time.time() - t0, 3)))
+                bar.set_postfix(loss=f"{recent:.3f}", lr=f"{lr:.2e}")
+            if step % eval_every == 0 or step == steps:
+                exact, token_acc, pred = evaluate(params, cfg, val_src, val_len)
+                log(dict(step=step, val_exact_match=exact, val_token_acc=token_acc,
+                         elapsed_s=round(time.time() - t0, 3)))
+                if progress:
+                    tqdm.write(f"step {step:5d}  loss {recent:.4f}  exact match {exact:6.1%}  "
+                               f"token acc {token_acc:6.1%}  e.g. {decode_text(val_src[0])} -> "
+                               f"{decode_text(pred[0])}")
+        bar.close()
+    wall = time.time() - t0
+
+    if out is not None:
+        metrics.close()
+        np.savez(out / "params.npz", **params)
+    return dict(steps=steps, wall_s=wall, first_loss=float(np.mean(losses[:log_every])),
+                final_loss=float(np.mean(losses[-log_every:])),
+                loss_floor=smoothing_floor(VOCAB, cfg.label_smoothing), val_exact_match=exact,
+                val_token_acc=token_acc, cfg=cfg, params=params)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--steps", type=int, default=1000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default="runs/seq2seq_reverse")
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--warmup", type=int, default=400, help="Noam warm-up steps")
+    ap.add_argument("--lr-factor", type=float, default=0.5, help="multiplies the Noam rate")
+    args = ap.parse_args(argv)
+    r = train(args.steps, args.seed, args.out, args.batch_size, args.warmup, args.lr_factor)
+    print(f"done: {r['steps']} steps in {r['wall_s']:.1f} s, loss {r['final_loss']:.4f} "
+          f"(label-smoothing floor {r['loss_floor']:.4f}), "
+          f"held-out exact match {r['val_exact_match']:.1%} (token accuracy {r['val_token_acc']:.1%}); "
+          f"metrics in {args.out}/metrics.jsonl")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""Fuzzing the content loader: random mutations of the real content files must give either a
+clean load (and then pages that build) or problems in the one-line format, never an exception."""
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st, HealthCheck
+
+from site_builder.content import load_content
+from site_builder.pages import PageBuilder
+from site_builder.render import Renderer
+from tests.conftest import ROOT
+
+PROBLEM = re.compile(r"^content/[\w./-]+:\d+: \S.*$")
+FILES = ["content/pages/block.md", "content/site.yaml"]
+
+mutation = st.tuples(
+    st.sampled_from(FILES),
+    st.sampled_from(["delete", "duplicate", "indent", "dedent", "replace_char", "insert", "truncate"]),
+    st.integers(min_value=0, max_value=10_000),
+    st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=8),
+)
+
+
+def mutate(text, op, where, noise):
+    lines = text.split("\n")
+    i = where % len(lines)
+    line = lines[i]
+    if op == "delete":
+        del lines[i]
+    elif op == "duplicate":
+        lines.insert(i, line)
+    elif op == "indent":
+        lines[i] = "  " + line
+    elif op == "dedent":
+        lines[i] = line[2:] if line.startswith("  ") else line
+    elif op == "replace_char" and line:
+        k = where % len(line)
+        lines[i] = line[:k] + noise[0] + line[k + 1:]
+    elif op == "insert":
+        lines[i] = line[:where % (len(line) + 1)] + noise + line[where % (len(line) + 1):]
+    elif op == "truncate":
+        lines = lines[:i]
+    return "\n".join(lines)
+
+
+class Shared(dict):
+    def __repr__(self):          # hypothesis prints the arguments of a failing example
+        return "<shared index, shapes and cache>"
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    """A content copy to mutate, and what every page build shares (index, shapes)."""
+    from site_builder.build import default_config
+    from site_builder.shapes import infer_shapes
+    from site_builder.source_index import build_index
+    root = tmp_path_factory.mktemp("fuzz")
+    shutil.copytree(ROOT / "content", root / "content")
+    cfg = default_config(ROOT)
+    from site_builder.cache import BuildCache
+    return Shared(root=root, index=build_index(ROOT), cache=BuildCache(ROOT / ".build_cache"), shapes=infer_shapes(vocab_size=cfg.vocab_size),
+                site=dict(repo_url="https://example.invalid", branch="main", commit=None, config=cfg))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mutations=st.lists(mutation, min_size=1, max_size=3))
+def test_mutated_content_loads_or_reports_one_line_problems(shared, mutations):
+    root = shared["root"]
+    originals = {f: (ROOT / f).read_text(encoding="utf-8") for f in FILES}
+    texts = dict(originals)
+    for file, op, where, noise in mutations:
+        texts[file] = mutate(texts[file], op, where, noise)
+    for f, text in texts.items():
+        (root / f).write_text(text, encoding="utf-8")
+    try:
+        problems = []
+        content = load_content(root, problems)
+        errors = [p for p in problems if not p.warning]
+        for p in problems:
+            assert PROBLEM.match(str(p)), str(p)
+        if not errors and "block" in content.pages:
+            # valid content must also build pages without an exception (examples come from the cache)
+            only_block = type(content)(site=content.site, pages={"block": content.pages["block"]})
+            renderer = Renderer(ROOT, shared["index"], problems)
+            PageBuilder(ROOT, only_block, shared["index"], renderer, shared["shapes"], problems, shared["site"],
+                        shared["cache"]).build()
+            for p in problems:
+                assert re.match(r"^[\w./-]+:\d+: \S", str(p)), str(p)
+    finally:
+        for f, text in originals.items():
+            (root / f).write_text(text, encoding="utf-8")
