@@ -1,0 +1,372 @@
+"""Examples for the Attention page. Each returns an ExampleResult built from real calls of
+model.attention (and model.ops.softmax_forward / softmax_backward); the heatmaps read the
+cached training run of site_builder.training_run."""
+import inspect
+from pathlib import Path
+
+import numpy as np
+
+from model.attention import (split_heads, merge_heads, causal_mask, hiding, mha_forward, mha_backward,
+                             attention_forward, attention_backward)
+from model.config import ModelConfig
+from model.data import DEFAULT_CORPUS, CharTokenizer
+from model.gradcheck import numerical_grad
+from model.ops import softmax_forward, softmax_backward
+from model.transformer import init_params, forward
+from site_builder.examples import (ExampleResult, gradcheck_table, table, figure, matrix, fmt_number, fmt_array,
+                                   config_label)
+from site_builder.plots import heatmap
+from site_builder.trace import trace_locals, resolve_qualname
+from site_builder.training_run import trained_run
+
+SEED = 0
+TINY = ModelConfig(vocab_size=5, seq_len=3, emb_dim=4, num_heads=2, ff_dim=6, num_layers=1)
+TINY_SOURCE = f"init_params({config_label(TINY)}, np.random.default_rng({SEED}))"
+P = "b0."
+XN_HAND = np.array([[0.8, -1.2, 0.5, -0.1],      # hand-picked rows standing in for a LayerNorm's output
+                    [-0.4, 1.5, 0.2, -1.3],
+                    [1.1, 0.3, -1.6, 0.2]])
+DOUT_HAND = np.array([[0.3, -0.2, 0.1, 0.5],     # hand-picked, not computed from a loss
+                      [-0.4, 0.25, 0.6, -0.1],
+                      [0.2, 0.15, -0.3, 0.35]])
+XQ_CROSS = XN_HAND[:2]                            # cross-attention: 2 queries ...
+XKV_CROSS = np.array([[0.5, 0.9, -1.0, 0.1],     # ... over 3 other rows (hand-picked)
+                      [-1.2, 0.2, 0.4, 0.6],
+                      [0.3, -0.7, 1.4, -0.4]])
+DOUT_CROSS = DOUT_HAND[:2]
+WINDOW_TEXT = "To be, or not to be"               # a real line of the corpus; its first seq_len characters
+SHOW = {" ": "␣", "\n": "↵"}                      # how a heatmap labels characters that print as nothing
+ATT_NAMES = ("wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo")
+
+
+def tiny_params():
+    return init_params(TINY, np.random.default_rng(SEED))
+
+
+def zero_grads(params):
+    return {k: np.zeros_like(v) for k, v in params.items()}
+
+
+# ------------------------------------------------------------------ helpers
+
+def nth_change(trace, name, n=1):
+    """The n-th step (1-based) that bound or changed `name` (S is changed in place twice)."""
+    return [s for s in trace.steps if name in s.changed][n - 1]
+
+
+def steps_block(trace, rows):
+    """A step table whose rows name WHICH change of a local they show: (label, name, n), with n = 0
+    for an argument and 'return' for the returned value."""
+    out = []
+    for label, name, n in rows:
+        if n == 0:
+            lines, start = inspect.getsourcelines(resolve_qualname(trace.function))
+            line, code, value = start, lines[0].strip(), trace.arguments[name]
+        elif n == "return":
+            last = trace.steps[-1]
+            line, code, value = last.line, last.code, trace.result if name == "return" else trace.result[int(name[7:-1])]
+        else:
+            step = nth_change(trace, name, n)
+            line, code, value = step.line, step.code, step.locals[name]
+        out.append(dict(label=label, name=name, line=line, code=code, value=fmt_array(value)))
+    return dict(kind="steps", file=trace.file, function=trace.function, rows=out)
+
+
+def step_value(trace, name, n=1):
+    return nth_change(trace, name, n).locals[name]
+
+
+# ------------------------------------------------------------------ heads
+
+HEADS_X = np.array([[10.0 * t + j for j in range(6)] for t in range(2)])   # entry (t, j) = 10 t + j
+HEADS_H = 3
+
+
+def heads_split_merge():
+    """Which columns go to which head: each entry of X is 10 * row + column, so it names its place."""
+    Xh = split_heads(HEADS_X, HEADS_H)
+    dk = HEADS_X.shape[-1] // HEADS_H
+    blocks = [matrix("X", HEADS_X, "Entry (t, j) holds 10 t + j, so every number names its row and column.")]
+    rows = []
+    for i in range(HEADS_H):
+        blocks.append(matrix(f"split_heads(X, {HEADS_H})[{i}]", Xh[i]))
+        rows.append([f"head {i}", ", ".join(str(j) for j in range(i * dk, (i + 1) * dk)),
+                     fmt_array(Xh[i][:, 0] % 10), fmt_array(Xh[i][:, -1] % 10)])
+    blocks.append(table(["Head", "Columns of X it takes", "Column of its first entry, per row",
+                         "Column of its last entry, per row"], rows))
+    back = merge_heads(Xh)
+    blocks.append(matrix("merge_heads(split_heads(X, 3))", back,
+                         "merge_heads puts the heads side by side again: " +
+                         ("the same array as X." if np.array_equal(back, HEADS_X) else "NOT the same array as X.")))
+    return ExampleResult(blocks, f"split_heads and merge_heads on a hand-picked X of shape {HEADS_X.shape}, "
+                                 f"h = {HEADS_H}, so dk = {dk}", data=dict(Xh=Xh, back=back))
+
+
+# ------------------------------------------------------------------ mask
+
+def mask_example():
+    T = TINY.seq_len + 1
+    mask = causal_mask(T)
+    H = hiding(mask, "float64")
+    return ExampleResult([matrix(f"causal_mask({T}) as 1 (True, visible) and 0 (False, hidden)", mask.astype(float)),
+                          matrix(f"hiding(causal_mask({T}), float64)", H,
+                                 "Added to the scores: 0 keeps a score as it is, -inf hides it.")],
+                         f"causal_mask({T}) and hiding(mask, 'float64')", data=dict(mask=mask, H=H))
+
+
+# ------------------------------------------------------------------ forward
+
+def forward_trace():
+    return trace_locals(mha_forward, XN_HAND.copy(), XN_HAND.copy(), tiny_params(), P, TINY.num_heads,
+                        causal_mask(TINY.seq_len))
+
+
+FORWARD_ROWS = [("Queries", "Q", 1), ("Keys", "K", 1), ("Values", "V", 1), ("Queries, per head", "Qh", 1),
+                ("Scores Q K^T, per head", "S", 1), ("Divided by sqrt(dk)", "S", 2),
+                ("Hidden scores set to -inf", "S", 3), ("Softmax of each row", "A", 1),
+                ("Weighted sums of values, heads merged", "O", 1), ("Output projection", "out", 1)]
+
+
+def forward_worked():
+    t = forward_trace()
+    return ExampleResult([steps_block(t, FORWARD_ROWS)], TINY_SOURCE + "; Xn hand-picked; causal mask",
+                         data=dict(values={f"{name}:{n}": step_value(t, name, n) for _, name, n in FORWARD_ROWS}))
+
+
+def forward_head0():
+    """Head 0, one matrix per step, so that the mask and the softmax can be read row by row."""
+    t = forward_trace()
+    blocks = [matrix("Qh[0]", step_value(t, "Qh")[0]), matrix("Kh[0]", step_value(t, "Kh")[0]),
+              matrix("S[0] = Qh[0] Kh[0]^T", step_value(t, "S", 1)[0]),
+              matrix("S[0] / sqrt(dk)", step_value(t, "S", 2)[0]),
+              matrix("S[0] + hiding(mask)", step_value(t, "S", 3)[0]),
+              matrix("A[0] = softmax of each row", step_value(t, "A")[0]),
+              matrix("Vh[0]", step_value(t, "Vh")[0]),
+              matrix("(A @ Vh)[0]: row t is a weighted average of the rows of Vh[0] up to t",
+                     step_value(t, "A")[0] @ step_value(t, "Vh")[0])]
+    return ExampleResult(blocks, TINY_SOURCE + "; Xn hand-picked; causal mask; head 0 of 2")
+
+
+def forward_invariants():
+    """Rows of A sum to 1; masked entries are exactly 0; visible ones are positive. On the tiny example
+    and on every head of both blocks of the trained model."""
+    rows, data = [], {}
+    t = forward_trace()
+    cases = [("tiny example above", t.result[1]["A"], causal_mask(TINY.seq_len))]
+    run, _, window, ids = corpus_window()
+    _, c = forward(run.params, ids, run.model_cfg)
+    T = len(ids)
+    for l, cb in enumerate(c["blocks"]):
+        cases.append((f"trained run, block {l}, all {run.model_cfg.num_heads} heads", cb["att"]["A"], causal_mask(T)))
+    for label, A, mask in cases:
+        hidden = A[..., ~mask]
+        rows.append([label, str(A.shape), f"{np.abs(A.sum(axis=-1) - 1).max():.1e}", str(hidden.size),
+                     str(int((hidden == 0.0).sum())), str(int((A[..., mask] > 0).sum())) + " of " + str(A[..., mask].size)])
+        data[label] = A
+    return ExampleResult([table(["Attention weights", "Shape of A", "Largest |row sum - 1|", "Hidden entries",
+                                 "Hidden entries exactly 0.0", "Visible entries > 0"], rows)],
+                         TINY_SOURCE + f"; and forward() of the trained run {run.commit_key} on {window!r}",
+                         data=data)
+
+
+def scale_experiment():
+    """Why divide by sqrt(dk): the spread of raw dot products grows with dk, the scaled ones do not."""
+    rng = np.random.default_rng(SEED)
+    rows = []
+    for dk in (2, 8, 32, 128):
+        Q, K = rng.standard_normal((16, dk)), rng.standard_normal((16, dk))
+        S = Q @ K.T
+        raw, _ = softmax_forward(S.copy())
+        scaled, _ = softmax_forward(S / np.sqrt(dk))
+        rows.append([str(dk), fmt_number(S.std()), fmt_number((S / np.sqrt(dk)).std()),
+                     fmt_number(raw.max(axis=-1).mean()), fmt_number(scaled.max(axis=-1).mean())])
+    return ExampleResult([table(["dk", "Std of Q K^T", "Std of Q K^T / sqrt(dk)",
+                                 "Mean largest weight of a row, unscaled", "Mean largest weight of a row, scaled"],
+                                rows)],
+                         f"softmax_forward on 16 x 16 scores from standard normal Q and K of width dk, "
+                         f"np.random.default_rng({SEED})")
+
+
+def cross_attention():
+    """mha_forward with queries from one sequence and keys and values from another, no mask."""
+    params = tiny_params()
+    out, c = mha_forward(XQ_CROSS.copy(), XKV_CROSS.copy(), params, P, TINY.num_heads)
+    A = c["A"]
+    blocks = [matrix(f"A[{i}], head {i}: {A.shape[-2]} queries by {A.shape[-1]} keys", A[i]) for i in range(A.shape[0])]
+    blocks.append(table(["", "Value"], [["Shape of A", str(A.shape)], ["Row sums of A", fmt_array(A.sum(axis=-1))],
+                                        ["Shape of the output", str(out.shape)]]))
+    return ExampleResult(blocks, TINY_SOURCE + "; Xq and Xkv hand-picked; mask=None",
+                         data=dict(A=A, out=out))
+
+
+# ------------------------------------------------------------------ the trained model
+
+def corpus_window():
+    run = trained_run()
+    text = Path(DEFAULT_CORPUS).read_text(encoding="utf-8")
+    start = text.index(WINDOW_TEXT)
+    window = text[start:start + run.model_cfg.seq_len]
+    return run, start, window, CharTokenizer(run.chars).encode(window)
+
+
+def head_stats(A):
+    """Per head: mean weight on the same position, on the previous one, on position 0, and mean row entropy."""
+    h, T, _ = A.shape
+    t = np.arange(T)
+    same = A[:, t, t].mean(axis=-1)
+    prev = A[:, t[1:], t[1:] - 1].mean(axis=-1)
+    first = A[:, 1:, 0].mean(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ent = -np.where(A > 0, A * np.log(A), 0.0).sum(axis=-1).mean(axis=-1)
+    return same, prev, first, ent
+
+
+def trained_weights():
+    run, start, window, ids = corpus_window()
+    _, c = forward(run.params, ids, run.model_cfg)
+    return run, start, window, ids, [cb["att"]["A"] for cb in c["blocks"]]
+
+
+def chosen_heads(As):
+    """Block 0: the head with the most weight on the previous character. Block 1: the head whose
+    rows are most spread out (largest mean entropy)."""
+    _, prev0, _, _ = head_stats(As[0])
+    _, _, _, ent1 = head_stats(As[1])
+    return [(0, int(np.argmax(prev0)), "the head of block 0 with the most weight on the previous character"),
+            (1, int(np.argmax(ent1)), "the head of block 1 whose rows are most spread out (largest mean entropy)")]
+
+
+def trained_heatmaps():
+    run, start, window, ids, As = trained_weights()
+    labels = [SHOW.get(ch, ch) for ch in window]
+    T = len(ids)
+    blocks = []
+    for l, h, why in chosen_heads(As):
+        title = f"Attention weights of block {l}, head {h}, trained run {run.commit_key}"
+        svg = heatmap(As[l][h], row_labels=labels, col_labels=labels, title=title, masked=~causal_mask(T))
+        blocks.append(figure(svg, f"Block {l}, head {h}: {why}. Row t is the query at character t; column s is "
+                                  f"the key at character s. Darker is more weight; hatched cells are hidden by "
+                                  f"the causal mask. Each row sums to 1."))
+    return ExampleResult(blocks, f"model.transformer.forward with the parameters of the cached training run "
+                                 f"(cache key {run.commit_key}, step {max(run.snapshots)}, {config_label(run.model_cfg)}) "
+                                 f"on {window!r}, characters {start} to {start + T - 1} of the shipped corpus",
+                         data=dict(As=As, window=window, heads=chosen_heads(As)))
+
+
+def trained_head_table():
+    run, start, window, ids, As = trained_weights()
+    rows = []
+    for l, A in enumerate(As):
+        for h, (s, p, f, e) in enumerate(zip(*head_stats(A))):
+            rows.append([str(l), str(h), fmt_number(s), fmt_number(p), fmt_number(f), fmt_number(e)])
+    return ExampleResult([table(["Block", "Head", "Mean weight on the same character",
+                                 "Mean weight on the previous character", "Mean weight on the first character",
+                                 "Mean entropy of a row (nats)"], rows)],
+                         f"the attention weights of the trained run {run.commit_key} on {window!r}; "
+                         f"the previous and first columns average over rows 1 to {len(ids) - 1}")
+
+
+# ------------------------------------------------------------------ backward
+
+def backward_trace():
+    params = tiny_params()
+    _, c = mha_forward(XN_HAND.copy(), XN_HAND.copy(), params, P, TINY.num_heads, causal_mask(TINY.seq_len))
+    return trace_locals(mha_backward, DOUT_HAND.copy(), c, params, P, zero_grads(params)), c
+
+
+BACKWARD_ROWS = [("Arrives", "dOut", 0), ("Back through the output projection", "dO", 1),
+                 ("Split into heads", "dOh", 1), ("Gradient on the weights A", "dA", 1),
+                 ("Gradient on the values", "dVh", 1), ("Through softmax", "dS", 1),
+                 ("Through the 1/sqrt(dk) scale", "dS", 2), ("Gradient on the queries", "dQh", 1),
+                 ("Gradient on the keys", "dKh", 1), ("Returned: (dXq, dXkv)", "return", "return")]
+
+
+def backward_worked():
+    t, _ = backward_trace()
+    return ExampleResult([steps_block(t, BACKWARD_ROWS)], TINY_SOURCE + "; Xn and dOut hand-picked; causal mask",
+                         data=dict(values={f"{name}:{n}": (t.result if n == "return" else
+                                                           t.arguments[name] if n == 0 else step_value(t, name, n))
+                                           for _, name, n in BACKWARD_ROWS}))
+
+
+def backward_head0():
+    t, c = backward_trace()
+    A, dA, dS = c["A"][0], step_value(t, "dA")[0], step_value(t, "dS", 1)[0]
+    return ExampleResult([matrix("A[0]", A), matrix("dA[0] = dOh[0] Vh[0]^T", dA,
+                                                    "Nonzero everywhere, including above the diagonal: the values do not know about the mask."),
+                          matrix("dA[0] * A[0]", dA * A), matrix("sum of each row of dA[0] * A[0]", (dA * A).sum(axis=-1, keepdims=True)),
+                          matrix("dS[0] = A[0] * (dA[0] - row sum)", dS,
+                                 "Zero wherever A is zero: the hidden scores get no gradient.")],
+                         TINY_SOURCE + "; Xn and dOut hand-picked; causal mask; head 0 of 2")
+
+
+def softmax_jacobian():
+    """softmax_backward against the explicit Jacobian diag(p) - p p^T, row by row."""
+    t, c = backward_trace()
+    A, dA = c["A"], step_value(t, "dA")
+    dS = softmax_backward(dA.copy(), A)
+    rows = []
+    for h in range(A.shape[0]):
+        for r in range(A.shape[1]):
+            p = A[h, r]
+            J = np.diag(p) - np.outer(p, p)
+            rows.append([f"head {h}, row {r}", fmt_array(dS[h, r]), fmt_array(J @ dA[h, r]),
+                         f"{np.abs(dS[h, r] - J @ dA[h, r]).max():.1e}"])
+    return ExampleResult([table(["Row of S", "softmax_backward(dA, A)", "(diag(p) - p p^T) dA",
+                                 "Largest gap"], rows)],
+                         TINY_SOURCE + "; the A and dA of the backward example above")
+
+
+def backward_invariants():
+    t, c = backward_trace()
+    A, dS = c["A"], step_value(t, "dS", 2)
+    grads = t.steps[-1].locals["grads"]
+    mask = causal_mask(TINY.seq_len)
+    rows = [["Hidden entries of dS", str(dS[..., ~mask].size)],
+            ["Hidden entries of dS that are exactly 0.0", str(int((dS[..., ~mask] == 0.0).sum()))],
+            ["Largest |row sum of dS|", f"{np.abs(dS.sum(axis=-1)).max():.1e}"],
+            ["Largest |dS| in row 0 (one visible key, weight 1 whatever its score)", f"{np.abs(dS[..., 0, :]).max():.1e}"],
+            ['Largest |grads["b0.bk"]|', f"{np.abs(grads[P + 'bk']).max():.1e}"],
+            ['Largest |grads["b0.bq"]|, for comparison', f"{np.abs(grads[P + 'bq']).max():.1e}"]]
+    return ExampleResult([table(["Measured on the backward example above", "Value"], rows)],
+                         TINY_SOURCE + "; Xn and dOut hand-picked; causal mask",
+                         data=dict(dS=dS, grads=grads))
+
+
+def _mha_loss(Xq, Xkv, params, dOut, mask):
+    return float((mha_forward(Xq, Xkv, params, P, TINY.num_heads, mask)[0] * dOut).sum())
+
+
+def backward_gradcheck():
+    """Cross-attention, so that dXq and dXkv are two different arrays."""
+    params = tiny_params()
+    Xq, Xkv = XQ_CROSS.copy(), XKV_CROSS.copy()
+    _, c = mha_forward(Xq, Xkv, params, P, TINY.num_heads)
+    grads = zero_grads(params)
+    dXq, dXkv = mha_backward(DOUT_CROSS, c, params, P, grads)
+    f = lambda: _mha_loss(Xq, Xkv, params, DOUT_CROSS, None)
+    rows = [("dXq", dXq, numerical_grad(f, Xq)), ("dXkv", dXkv, numerical_grad(f, Xkv))]
+    rows += [(f'grads["{P}{n}"]', grads[P + n], numerical_grad(f, params[P + n])) for n in ATT_NAMES]
+    return ExampleResult([gradcheck_table(rows)], TINY_SOURCE + "; cross-attention, Xq, Xkv and dOut hand-picked",
+                         data=dict(rows=rows))
+
+
+def _lm_loss(Xn, params, dAtt):
+    return float((attention_forward(Xn, params, P, TINY)[0] * dAtt).sum())
+
+
+def lm_backward_gradcheck():
+    params = tiny_params()
+    Xn = XN_HAND.copy()
+    _, c = attention_forward(Xn, params, P, TINY)
+    grads = zero_grads(params)
+    t = trace_locals(attention_backward, DOUT_HAND.copy(), c, params, P, grads)
+    dXq, dXkv = nth_change(t, "dXq").locals["dXq"], nth_change(t, "dXkv").locals["dXkv"]
+    f = lambda: _lm_loss(Xn, params, DOUT_HAND)
+    steps = steps_block(t, [("Along the queries", "dXq", 1), ("Along the keys and values", "dXkv", 1),
+                            ("Both paths added: dXn", "return", "return")])
+    check = gradcheck_table([("dXn", t.result, numerical_grad(f, Xn)),
+                             ('grads["b0.wq"]', grads[P + "wq"], numerical_grad(f, params[P + "wq"])),
+                             ('grads["b0.wv"]', grads[P + "wv"], numerical_grad(f, params[P + "wv"]))])
+    return ExampleResult([steps, check], TINY_SOURCE + "; Xn and dAtt hand-picked",
+                         data=dict(dXq=dXq, dXkv=dXkv, dXn=t.result))

@@ -1,0 +1,206 @@
+"""Examples for the LayerNorm page. Each returns an ExampleResult built from real calls of
+model.ops.layer_norm_forward / layer_norm_backward (and, for the real rows, of the trained model)."""
+import inspect
+from pathlib import Path
+
+import numpy as np
+
+from model.config import ModelConfig
+from model.data import DEFAULT_CORPUS, CharTokenizer
+from model.gradcheck import numerical_grad
+from model.ops import layer_norm_forward, layer_norm_backward
+from model.transformer import init_params, embed_forward
+from site_builder.examples import ExampleResult, gradcheck_table, table, fmt_number, fmt_array, matrix
+from site_builder.trace import trace_locals, resolve_qualname
+from site_builder.training_run import trained_run
+
+EPS = ModelConfig(vocab_size=1).ln_eps          # the default cfg.ln_eps, read from the dataclass
+
+# Hand-picked: two rows of d = 4 features, and a scale and shift that are not the ones and zeros
+# init_params starts from, so that both steps of the last line are visible.
+X_HAND = np.array([[2.0, -1.0, 0.5, 3.5],
+                   [0.3, 0.1, -0.2, 0.6]])
+G_HAND = np.array([1.5, 0.5, -1.0, 2.0])
+B_HAND = np.array([0.1, 0.0, -0.2, 0.3])
+DY_HAND = np.array([[0.2, -0.5, 0.1, 0.4],      # hand-picked, not computed from a loss
+                    [-0.3, 0.2, 0.6, -0.1]])
+
+# The rows of the epsilon experiment: an ordinary row, the same row shrunk a thousand times, a
+# constant row. And one upstream gradient for all three.
+EPS_ROWS = [("ordinary row", np.array([1.0, -1.0, 2.0, 0.0])),
+            ("the same row times 0.001", np.array([1.0, -1.0, 2.0, 0.0]) * 1e-3),
+            ("constant row", np.array([0.5, 0.5, 0.5, 0.5]))]
+EPS_DY = np.array([0.2, -0.5, 0.1, 0.4])
+
+HAND_SOURCE = f"layer_norm_forward with hand-picked X, g and b, eps = cfg.ln_eps = {EPS:g}"
+WINDOW_TEXT = "To be, or not to be"               # a real line of the corpus; its first 16 characters
+
+
+# ------------------------------------------------------------------ helpers
+
+def nth_change(trace, name, n=1):
+    """The n-th step (1-based) that bound or changed `name`. Needed where the code works in place:
+    `Xhat = np.multiply(Xc, s, out=Xc)` changes Xc, and `dX = dXhat` then `dX -= ...` changes dXhat."""
+    found = [s for s in trace.steps if name in s.changed]
+    return found[n - 1]
+
+
+def steps_block(trace, rows):
+    """A step table like site_builder.examples.steps_table, but each row names WHICH change of a
+    local it shows: rows are (label, name, n), n = 0 for an argument, n = -1 for the returned value."""
+    out = []
+    for label, name, n in rows:
+        if n == 0:
+            lines, start = inspect.getsourcelines(resolve_qualname(trace.function))
+            line, code, value = start, lines[0].strip(), trace.arguments[name]
+        elif n == -1:
+            last = trace.steps[-1]
+            line, code, value = last.line, last.code, trace.result[0]
+        else:
+            step = nth_change(trace, name, n)
+            line, code, value = step.line, step.code, step.locals[name]
+        out.append(dict(label=label, name=name, line=line, code=code, value=fmt_array(value)))
+    return dict(kind="steps", file=trace.file, function=trace.function, rows=out)
+
+
+def _forward_trace():
+    return trace_locals(layer_norm_forward, X_HAND.copy(), G_HAND, B_HAND, EPS)
+
+
+FORWARD_ROWS = [("Input", "X", 0), ("Row means", "mu", 1), ("Centred rows", "Xc", 1),
+                ("Biased variance, divided by d", "var", 1), ("One over the root of var + eps", "s", 1),
+                ("Normalised rows", "Xhat", 1), ("Scaled by g", "Y", 1), ("Shifted by b: the output", "Y", 2)]
+
+
+def forward_worked():
+    t = _forward_trace()
+    return ExampleResult([steps_block(t, FORWARD_ROWS)], HAND_SOURCE,
+                         data=dict(values={f"{name}:{n}": (t.arguments[name] if n == 0 else
+                                                           nth_change(t, name, n).locals[name])
+                                           for _, name, n in FORWARD_ROWS}))
+
+
+def forward_invariants():
+    """Mean and variance of each row of Xhat, computed from what the code returned."""
+    Y, c = layer_norm_forward(X_HAND.copy(), G_HAND, B_HAND, EPS)
+    Xhat = c["Xhat"]
+    var = X_HAND.var(axis=-1)
+    rows = [[str(i), f"{Xhat[i].mean():.1e}", fmt_number(Xhat[i].var()),
+             f"{Xhat[i].var():.12f}", f"{var[i] / (var[i] + EPS):.12f}"] for i in range(len(X_HAND))]
+    return ExampleResult([table(["Row", "Mean of Xhat", "Variance of Xhat", "Variance of Xhat, 12 decimals",
+                                 "var / (var + eps), 12 decimals"], rows)],
+                         HAND_SOURCE, data=dict(Xhat=Xhat, var=var))
+
+
+def backward_worked():
+    _, c = layer_norm_forward(X_HAND.copy(), G_HAND, B_HAND, EPS)
+    t = trace_locals(layer_norm_backward, DY_HAND.copy(), c, G_HAND)
+    rows = [("Arrives", "dY", 0), ("Gain gradient, summed over rows", "dg", 1),
+            ("Shift gradient, summed over rows", "db", 1), ("Through the gain", "dXhat", 1),
+            ("Mean of dXhat, per row", "mean_dXhat", 1), ("Mean of dXhat * Xhat, per row", "mean_dXhat_Xhat", 1),
+            ("Term 1 minus term 2", "dX", 2), ("Minus term 3", "dX", 3), ("Times s: dX", "dX", 4)]
+    block = steps_block(t, rows)
+    return ExampleResult([block], HAND_SOURCE + "; dY hand-picked",
+                         data=dict(values={f"{name}:{n}": (t.arguments[name] if n == 0 else
+                                                           nth_change(t, name, n).locals[name])
+                                           for _, name, n in rows}))
+
+
+def gain_shift_sums():
+    """dg and db are sums over rows: one row of contributions per position, then the total."""
+    _, c = layer_norm_forward(X_HAND.copy(), G_HAND, B_HAND, EPS)
+    _, dg, db = layer_norm_backward(DY_HAND.copy(), c, G_HAND)
+    Xhat = c["Xhat"]
+    rows = [[f"row {i}", fmt_array(DY_HAND[i] * Xhat[i]), fmt_array(DY_HAND[i])] for i in range(len(DY_HAND))]
+    rows.append(["sum over rows, by hand", fmt_array((DY_HAND * Xhat).sum(axis=0)), fmt_array(DY_HAND.sum(axis=0))])
+    rows.append(["returned by layer_norm_backward", fmt_array(dg), fmt_array(db)])
+    return ExampleResult([table(["", "dY * Xhat (for dg)", "dY (for db)"], rows)],
+                         HAND_SOURCE + "; dY hand-picked", data=dict(dg=dg, db=db, Xhat=Xhat))
+
+
+def backward_directions():
+    """What the second and third terms take out of dX: each row of dX sums to 0 (a shift of the row
+    changes nothing), and dX . Xhat is 0 up to eps (a rescaling of the row changes almost nothing)."""
+    _, c = layer_norm_forward(X_HAND.copy(), G_HAND, B_HAND, EPS)
+    dX, _, _ = layer_norm_backward(DY_HAND.copy(), c, G_HAND)
+    Xhat, dXhat = c["Xhat"], DY_HAND * G_HAND
+    rows = [[f"row {i}", f"{dXhat[i].sum():.4f}", f"{dX[i].sum():.1e}",
+             f"{(dXhat[i] * Xhat[i]).sum():.4f}", f"{(dX[i] * Xhat[i]).sum():.1e}"] for i in range(len(dX))]
+    return ExampleResult([table(["", "sum of dXhat (term 1 alone)", "sum of dX",
+                                 "sum of dXhat * Xhat (term 1 alone)", "sum of dX * Xhat"], rows)],
+                         HAND_SOURCE + "; dY hand-picked", data=dict(dX=dX, Xhat=Xhat))
+
+
+def _ln_loss(X, g, b, dY):
+    return float((layer_norm_forward(X.copy(), g, b, EPS)[0] * dY).sum())
+
+
+def backward_gradcheck():
+    X, g, b = X_HAND.copy(), G_HAND.copy(), B_HAND.copy()
+    _, c = layer_norm_forward(X.copy(), g, b, EPS)
+    dX, dg, db = layer_norm_backward(DY_HAND.copy(), c, g)
+    f = lambda: _ln_loss(X, g, b, DY_HAND)
+    rows = [("dX", dX, numerical_grad(f, X)), ("dg", dg, numerical_grad(f, g)), ("db", db, numerical_grad(f, b))]
+    return ExampleResult([gradcheck_table(rows)], HAND_SOURCE + "; dY hand-picked",
+                         data=dict(rows=rows))
+
+
+def _eps_row(x, eps):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        X = x[None, :].copy()
+        _, c = layer_norm_forward(X, np.ones(4), np.zeros(4), eps)
+        dX, _, _ = layer_norm_backward(EPS_DY[None, :].copy(), c, np.ones(4))
+    return c["s"][0, 0], c["Xhat"][0], dX[0]
+
+
+def eps_effect():
+    """The same rows with eps = cfg.ln_eps and with eps = 0: the forward pass, then the backward pass."""
+    fwd, bwd, data = [], [], {}
+    for label, x in EPS_ROWS:
+        s1, xh1, dx1 = _eps_row(x, EPS)
+        s0, xh0, dx0 = _eps_row(x, 0.0)
+        with np.errstate(invalid="ignore"):
+            fwd.append([label, f"{x.var():.3e}", fmt_number(s1), fmt_number(s0),
+                        fmt_array(xh1), fmt_array(xh0), fmt_number(xh1.var())])
+            bwd.append([label, fmt_array(dx1), fmt_array(dx0)])
+        data[label] = dict(s=(s1, s0), Xhat=(xh1, xh0), dX=(dx1, dx0))
+    return ExampleResult([table(["Row", "var", "s, eps = cfg.ln_eps", "s, eps = 0", "Xhat, eps = cfg.ln_eps",
+                                 "Xhat, eps = 0", "Variance of Xhat, eps = cfg.ln_eps"], fwd,
+                                caption="Forward: layer_norm_forward"),
+                          table(["Row", "dX, eps = cfg.ln_eps", "dX, eps = 0"], bwd,
+                                caption="Backward: layer_norm_backward with the same dY for every row")],
+                         f"layer_norm_forward and layer_norm_backward with g = 1, b = 0, the hand-picked rows above "
+                         f"and dY = {fmt_array(EPS_DY)}; eps = cfg.ln_eps = {EPS:g}, then eps = 0",
+                         data=data)
+
+
+def corpus_window():
+    """The first 16 characters of a real line of the shipped corpus, as ids of the trained run's tokenizer."""
+    run = trained_run()
+    text = Path(DEFAULT_CORPUS).read_text(encoding="utf-8")
+    start = text.index(WINDOW_TEXT)
+    window = text[start:start + run.model_cfg.seq_len]
+    return run, start, window, CharTokenizer(run.chars).encode(window)
+
+
+def real_rows():
+    """What eps does to the rows the first LayerNorm of the model really receives: at
+    initialisation (init_params, seed 0) and after the cached training run."""
+    run, start, window, ids = corpus_window()
+    cfg = run.model_cfg
+    rows, data = [], {}
+    for label, params in ((f"init_params(seed 0)", init_params(cfg, np.random.default_rng(0))),
+                          (f"trained run {run.commit_key}, step {max(run.snapshots)}", run.params)):
+        X, _ = embed_forward(ids, params)
+        _, c = layer_norm_forward(X.copy(), params["b0.ln1_g"], params["b0.ln1_b"], cfg.ln_eps)
+        var = X.var(axis=-1)
+        vh = c["Xhat"].var(axis=-1)
+        rows.append([label, f"{var.min():.2e} to {var.max():.2e}", f"{np.abs(c['Xhat'].mean(axis=-1)).max():.1e}",
+                     f"{vh.min():.6f} to {vh.max():.6f}", f"{np.abs(vh - var / (var + cfg.ln_eps)).max():.1e}"])
+        data[label] = dict(var=var, Xhat_var=vh, Xhat_mean=c["Xhat"].mean(axis=-1))
+    headers = ["Parameters", "Row variance of X (min to max)", "Largest |mean of a row of Xhat|",
+               "Variance of a row of Xhat (min to max)", "Largest gap to var / (var + eps)"]
+    return ExampleResult([table(headers, rows)],
+                         f"embed_forward then the first layer_norm_forward of block 0 on the {len(window)} characters "
+                         f"{window!r} (corpus offset {start}), {cfg.seq_len} rows of d = {cfg.emb_dim}, eps = {cfg.ln_eps:g}",
+                         data=data)
