@@ -14,9 +14,9 @@ from model.gradcheck import numerical_grad
 from model.ops import softmax_forward, softmax_backward
 from model.transformer import init_params, forward
 from site_builder.examples import (ExampleResult, gradcheck_table, table, figure, matrix, fmt_number, fmt_array,
-                                   config_label)
+                                   config_label, stepper)
 from site_builder.plots import heatmap
-from site_builder.trace import trace_locals, resolve_qualname
+from site_builder.trace import trace_locals, trace_calls, resolve_qualname
 from site_builder.training_run import trained_run
 
 SEED = 0
@@ -86,18 +86,17 @@ def heads_split_merge():
     """Which columns go to which head: each entry of X is 10 * row + column, so it names its place."""
     Xh = split_heads(HEADS_X, HEADS_H)
     dk = HEADS_X.shape[-1] // HEADS_H
-    blocks = [matrix("X", HEADS_X, "Entry (t, j) holds 10 t + j, so every number names its row and column.")]
+    blocks = [matrix("X", HEADS_X)]
     rows = []
     for i in range(HEADS_H):
         blocks.append(matrix(f"split_heads(X, {HEADS_H})[{i}]", Xh[i]))
-        rows.append([f"head {i}", ", ".join(str(j) for j in range(i * dk, (i + 1) * dk)),
-                     fmt_array(Xh[i][:, 0] % 10), fmt_array(Xh[i][:, -1] % 10)])
-    blocks.append(table(["Head", "Columns of X it takes", "Column of its first entry, per row",
-                         "Column of its last entry, per row"], rows))
+        cols = slice(i * dk, (i + 1) * dk)
+        rows.append([f"head {i}", f"{cols.start} to {cols.stop - 1}",
+                     "yes" if np.array_equal(Xh[i], HEADS_X[:, cols]) else "NO"])
     back = merge_heads(Xh)
-    blocks.append(matrix("merge_heads(split_heads(X, 3))", back,
-                         "merge_heads puts the heads side by side again: " +
-                         ("the same array as X." if np.array_equal(back, HEADS_X) else "NOT the same array as X.")))
+    blocks.append(matrix(f"merge_heads(split_heads(X, {HEADS_H}))", back))
+    rows.append(["all heads, merged", f"0 to {HEADS_X.shape[-1] - 1}", "yes" if np.array_equal(back, HEADS_X) else "NO"])
+    blocks.append(table(["Head", "Columns of X", "Equal to those columns of X?"], rows))
     return ExampleResult(blocks, f"split_heads and merge_heads on a hand-picked X of shape {HEADS_X.shape}, "
                                  f"h = {HEADS_H}, so dk = {dk}", data=dict(Xh=Xh, back=back))
 
@@ -109,8 +108,7 @@ def mask_example():
     mask = causal_mask(T)
     H = hiding(mask, "float64")
     return ExampleResult([matrix(f"causal_mask({T}) as 1 (True, visible) and 0 (False, hidden)", mask.astype(float)),
-                          matrix(f"hiding(causal_mask({T}), float64)", H,
-                                 "Added to the scores: 0 keeps a score as it is, -inf hides it.")],
+                          matrix(f"hiding(causal_mask({T}), float64)", H)],
                          f"causal_mask({T}) and hiding(mask, 'float64')", data=dict(mask=mask, H=H))
 
 
@@ -125,6 +123,15 @@ FORWARD_ROWS = [("Queries", "Q", 1), ("Keys", "K", 1), ("Values", "V", 1), ("Que
                 ("Scores Q K^T, per head", "S", 1), ("Divided by sqrt(dk)", "S", 2),
                 ("Hidden scores set to -inf", "S", 3), ("Softmax of each row", "A", 1),
                 ("Weighted sums of values, heads merged", "O", 1), ("Output projection", "out", 1)]
+
+
+def forward_steps():
+    """The step-through of the page: row 2 (it sees every key) after each line that makes a (T, d) array."""
+    t = forward_trace()
+    steps = stepper(t, row=2, steps=[("Input", "Xq", None), ("Queries", "Q", None), ("Keys", "K", None),
+                                     ("Values", "V", None), ("Weighted sums of values, heads merged", "O", None),
+                                     ("Output projection", "out", None)])
+    return ExampleResult([steps], TINY_SOURCE + "; Xn hand-picked; causal mask")
 
 
 def forward_worked():
@@ -153,11 +160,10 @@ def forward_invariants():
     rows, data = [], {}
     t = forward_trace()
     cases = [("tiny example above", t.result[1]["A"], causal_mask(TINY.seq_len))]
-    run, _, window, ids = corpus_window()
-    _, c = forward(run.params, ids, run.model_cfg)
+    run, _, window, ids, As = trained_weights()
     T = len(ids)
-    for l, cb in enumerate(c["blocks"]):
-        cases.append((f"trained run, block {l}, all {run.model_cfg.num_heads} heads", cb["att"]["A"], causal_mask(T)))
+    for l, A in enumerate(As):
+        cases.append((f"trained run, block {l}, all {run.model_cfg.num_heads} heads", A, causal_mask(T)))
     for label, A, mask in cases:
         hidden = A[..., ~mask]
         rows.append([label, str(A.shape), f"{np.abs(A.sum(axis=-1) - 1).max():.1e}", str(hidden.size),
@@ -222,9 +228,11 @@ def head_stats(A):
 
 
 def trained_weights():
+    """Run the real forward pass and trace each call of attention_forward (one per block): its
+    returned cache holds the weights A, (h, T, T)."""
     run, start, window, ids = corpus_window()
-    _, c = forward(run.params, ids, run.model_cfg)
-    return run, start, window, ids, [cb["att"]["A"] for cb in c["blocks"]]
+    _, traces = trace_calls(forward, ["model.attention.attention_forward"], run.params, ids, run.model_cfg)
+    return run, start, window, ids, [t.result[1]["A"] for t in traces["model.attention.attention_forward"]]
 
 
 def chosen_heads(As):
@@ -245,9 +253,9 @@ def trained_heatmaps():
         title = f"Attention weights of block {l}, head {h}, trained run {run.commit_key}"
         svg = heatmap(As[l][h], row_labels=labels, col_labels=labels, title=title, masked=~causal_mask(T))
         blocks.append(figure(svg, f"Block {l}, head {h}: {why}. Row t is the query at character t; column s is "
-                                  f"the key at character s. Darker is more weight; hatched cells are hidden by "
-                                  f"the causal mask. Each row sums to 1."))
-    return ExampleResult(blocks, f"model.transformer.forward with the parameters of the cached training run "
+                                  f"the key at character s. A stronger colour is more weight; the grey cells above the "
+                                  f"diagonal are hidden by the causal mask. Each row sums to 1."))
+    return ExampleResult(blocks, f"model.transformer.forward, tracing its call of attention_forward in each block, with the parameters of the cached training run "
                                  f"(cache key {run.commit_key}, step {max(run.snapshots)}, {config_label(run.model_cfg)}) "
                                  f"on {window!r}, characters {start} to {start + T - 1} of the shipped corpus",
                          data=dict(As=As, window=window, heads=chosen_heads(As)))
@@ -292,11 +300,9 @@ def backward_worked():
 def backward_head0():
     t, c = backward_trace()
     A, dA, dS = c["A"][0], step_value(t, "dA")[0], step_value(t, "dS", 1)[0]
-    return ExampleResult([matrix("A[0]", A), matrix("dA[0] = dOh[0] Vh[0]^T", dA,
-                                                    "Nonzero everywhere, including above the diagonal: the values do not know about the mask."),
+    return ExampleResult([matrix("A[0]", A), matrix("dA[0] = dOh[0] Vh[0]^T", dA),
                           matrix("dA[0] * A[0]", dA * A), matrix("sum of each row of dA[0] * A[0]", (dA * A).sum(axis=-1, keepdims=True)),
-                          matrix("dS[0] = A[0] * (dA[0] - row sum)", dS,
-                                 "Zero wherever A is zero: the hidden scores get no gradient.")],
+                          matrix("dS[0] = A[0] * (dA[0] - row sum)", dS)],
                          TINY_SOURCE + "; Xn and dOut hand-picked; causal mask; head 0 of 2")
 
 

@@ -82,10 +82,10 @@ def central_walk():
         if "down" in step.changed:
             i, down = int(step.locals["i"]), step.locals["down"]
             central = (up - down) / (2 * H)
-            rows.append([str(i), f"{old:.6f}", f"{up:.12f}", f"{down:.12f}", f"{up - down:.4e}",
+            rows.append([str(i), f"{old:.6f}", f"{up:.12f}", f"{down:.12f}",
                          f"{central:.10f}", f"{grads['head_b'][i]:.10f}", sci(abs(central - grads['head_b'][i]))])
     assert np.array_equal(t.arguments["x"], params["head_b"])          # restored entry by entry
-    headers = ["i", "x_i", "f(x + h e_i)", "f(x - h e_i)", "difference", "÷ 2h", "grads[\"head_b\"][i]", "gap"]
+    headers = ["i", "x_i", "f(x + h e_i)", "f(x - h e_i)", "Central difference", "loss_and_grads", "Gap"]
     return ExampleResult([table(headers, rows, caption="numerical_grad(f, params[\"head_b\"]), traced line by line")],
                          source(), data=dict(rows=rows, numeric=t.result, analytic=grads["head_b"]))
 
@@ -101,19 +101,19 @@ def h_sweep(emb_std):
 
 
 def error_vs_h():
-    series, best = [], []
+    series, best, all_errs = [], [], {}
     for emb_std in (0.02, 1.0):
-        errs = h_sweep(emb_std)
-        series.append((f"emb_std {emb_std}", [float(np.log10(h)) for h in HS], errs))
+        errs = all_errs[emb_std] = h_sweep(emb_std)
+        series.append((f"emb_std {emb_std}", [float(np.log10(h)) for h in HS], [float(np.log10(e)) for e in errs]))
         k = int(np.argmin(errs))
         best.append([f"{emb_std}", sci(errs[HS.index(H)]), sci(HS[k]), sci(errs[k])])
-    svg = line_plot(series, "rel_error of tok_emb against the step h", "log10 h", "rel_error", logy=True)
+    svg = line_plot(series, "rel_error of tok_emb against the step h", "log10 h", "log10 rel_error")
     rows = table(["emb_std", "rel_error at h = 1e-5", "Best h", "rel_error there"], best)
     return ExampleResult([figure(svg, "The whole model's loss, its tok_emb gradient from loss_and_grads against "
                                       "numerical_grad at each h. On the right, truncation: the error falls as h²; on the "
                                       "left, rounding: it grows as 1/h."), rows],
                          source(1.0) + "; the same with emb_std 0.02",
-                         data=dict(series=series))
+                         data=dict(series=series, errs=all_errs))
 
 
 # ----------------------------------------------------------------------------- relative error
@@ -168,7 +168,7 @@ def whole_model_table():
         gap = float(np.abs(a - n).max())
         err = rel_error(a, n)
         data[name] = dict(rel_error=err, gap=gap, verdict=verdict(name, a, n))
-        rows.append([name, str(a.shape), f"{np.linalg.norm(a):.6g}", f"{np.linalg.norm(n):.6g}", sci(err), sci(gap),
+        rows.append([name, str(a.shape), f"{np.linalg.norm(a):.4g}", f"{np.linalg.norm(n):.4g}", sci(err), sci(gap),
                      data[name]["verdict"]])
     headers = ["Parameter", "Shape", "‖analytic‖", "‖numerical‖", "rel_error", "Largest |gap|", f"Test's rule (≤ {TOL:g})"]
     sample = gradcheck_table([(f'grads["{k}"]', grads[k], numeric[k]) for k in ("head_b", "lnf_g", "b1.ln2_g")])
@@ -196,3 +196,18 @@ def emb_std_compare():
     return ExampleResult([table(headers, rows, caption=f"(1e-5 / 3e-6)² = {(1e-5 / 3e-6) ** 2:.1f}: the ratio "
                                                          f"truncation error alone would give")],
                          source(1.0) + "; the same with emb_std 0.02", data=data)
+
+
+def cost():
+    """How many loss evaluations a full check takes: two per scalar parameter."""
+    from model.train import prepare_data
+    from model.config import TrainConfig
+    from model.data import DEFAULT_CORPUS
+    small = sum(p.size for p in setup()[1].values())
+    default_cfg = prepare_data(DEFAULT_CORPUS, None, TrainConfig())[1]
+    big = sum(p.size for p in init_params(default_cfg, np.random.default_rng(0)).values())
+    rows = [["The check's config (this page)", f"{small:,}", f"{2 * small:,}"],
+            ["The default config", f"{big:,}", f"{2 * big:,}"]]
+    return ExampleResult([table(["Config", "Scalar parameters", "Loss evaluations for a full check"], rows)],
+                         f"parameter counts of init_params at {config_label(check_config())} and at "
+                         f"{config_label(default_cfg)}", data=dict(small=small, big=big))

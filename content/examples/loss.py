@@ -204,7 +204,7 @@ def smoothing_curve():
     series = []
     for eps in (0.0, EPS):
         losses = [cross_entropy_forward(margin_logits(m), target, eps)[0] for m in MARGINS]
-        series.append((f"label_smoothing {eps}", MARGINS.tolist(), losses))
+        series.append((f"ε = {eps:g}", MARGINS.tolist(), losses))
     smoothed = np.array(series[1][2])
     best = int(np.argmin(smoothed))
     svg = line_plot(series, "Loss of one position against the target's logit", "logit of the target (others 0)",

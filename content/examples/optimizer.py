@@ -278,7 +278,7 @@ NOAM_D, NOAM_WARMUP, NOAM_STEPS = 512, 4000, 100_000     # the base model of Vas
 
 
 def noam_plot():
-    steps = list(range(1, NOAM_STEPS + 1, 100)) + [NOAM_WARMUP]
+    steps = list(range(1, NOAM_STEPS + 1, 100)) + [NOAM_WARMUP, NOAM_STEPS]
     steps = sorted(set(steps))
     lrs = [noam_lr(s, NOAM_D, NOAM_WARMUP) for s in steps]
     svg = line_plot([(f"noam_lr(step, {NOAM_D}, {NOAM_WARMUP})", steps, lrs)],

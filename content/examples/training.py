@@ -153,12 +153,13 @@ def curve_series(metrics):
 
 
 CURVE_TITLE = "Training and validation loss of the site's training run"
+TRAIN_LABEL, VAL_LABEL = "training loss", "validation loss"
 
 
 def loss_curve():
     run = trained_run()
     train, val = curve_series(run.metrics)
-    svg = line_plot([("training loss (one batch)", *train), ("validation loss", *val)],
+    svg = line_plot([(TRAIN_LABEL, *train), (VAL_LABEL, *val)],
                     CURVE_TITLE, "step", "loss (nats per character)")
     last = run.metrics[-1]
     summary = table(["At step", "Training loss", "Validation loss", "ln(vocab_size): a uniform guess"],
@@ -202,23 +203,34 @@ def _show(text):
     return text.replace("\n", "↵")
 
 
+@functools.lru_cache(maxsize=2)
+def run_data(model_cfg, train_cfg):
+    """prepare_data as train() calls it for the run: (tokenizer, cfg, train ids, val ids, sha256)."""
+    return mt.prepare_data(DEFAULT_CORPUS, model_cfg, train_cfg)
+
+
 def snapshot_val_loss(run, step):
     """evaluate() on the snapshot of that step, as train() scores it (its eval RNG, the val split)."""
-    _, cfg, _, val_ids, _ = mt.prepare_data(DEFAULT_CORPUS, run.model_cfg, run.train_cfg)
+    _, cfg, _, val_ids, _ = run_data(run.model_cfg, run.train_cfg)
     return mt.evaluate(run.snapshots[step], val_ids, cfg, run.train_cfg, mt.eval_rng(run.train_cfg.seed))
 
 
-def samples_rows():
-    run = trained_run()
+def check_samples(run):
+    """Generate every sample again from its snapshot: the page states how they were drawn."""
     tok = CharTokenizer.from_dict({"chars": run.chars})
-    by_step = {r["step"]: r for r in run.metrics}
-    rows = []
     for step in sorted(run.samples):
         again = tok.decode(generate(run.snapshots[step], run.model_cfg, tok.encode(SAMPLE_PROMPT), SAMPLE_LENGTH,
                                     SAMPLE_TEMPERATURE, None, np.random.default_rng(SAMPLE_SEED)))
         if again != run.samples[step]:
             raise AssertionError(f"the sample of step {step} is not generate(..., temperature "
                                  f"{SAMPLE_TEMPERATURE}, seed {SAMPLE_SEED}): update SAMPLE_TEMPERATURE")
+
+
+def samples_rows():
+    run = trained_run()
+    by_step = {r["step"]: r for r in run.metrics}
+    rows = []
+    for step in sorted(run.samples):
         logged = by_step.get(step, {})
         if "val_loss" in logged:
             val, where = logged["val_loss"], "metrics.jsonl"
@@ -231,14 +243,16 @@ def samples_rows():
 
 def samples_table():
     run, rows = samples_rows()
-    out = table(["Step", "Training loss", "Validation loss", "Validation loss from", "Sample (↵ is a newline)"],
-                [[r["step"], fmt_number(r["train_loss"]) if r["train_loss"] is not None else "not logged",
-                  fmt_number(r["val_loss"]), r["where"], _show(r["sample"])] for r in rows])
+    check_samples(run)
+    losses = table(["Step", "Training loss", "Validation loss", "Validation loss from"],
+                   [[r["step"], fmt_number(r["train_loss"]) if r["train_loss"] is not None else "not logged",
+                     fmt_number(r["val_loss"]), r["where"]] for r in rows])
+    samples = table(["Step", "Sample (↵ is a newline)"], [[r["step"], _show(r["sample"])] for r in rows])
     how = table(["How each sample was drawn", "Value"],
                 [["Call", f"generate(snapshot, model_cfg, encode({SAMPLE_PROMPT!r}), {SAMPLE_LENGTH}, "
                           f"{SAMPLE_TEMPERATURE}, None, np.random.default_rng({SAMPLE_SEED}))"],
                  ["Checked", "each sample was generated again from its snapshot and is identical"]])
-    return ExampleResult([out, how], _run_source(run), data=dict(rows=rows))
+    return ExampleResult([losses, samples, how], _run_source(run), data=dict(rows=rows))
 
 
 # ----------------------------------------------------------------------------- evaluation
