@@ -6,7 +6,13 @@
   python build_site.py serve [--port N]     serve on 127.0.0.1 and rebuild on change
 """
 import argparse
+import os
 import sys
+
+# The model's matrices are small: one BLAS thread is faster, and on a shared machine several
+# threads per process oversubscribe the cores (measured: 0.06 s against 3.4 s for one evaluate).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -22,6 +28,7 @@ def main(argv=None):
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--no-cache", action="store_true", help="run every example; read and write no cache")
     parser.add_argument("--clean", action="store_true", help="delete the build cache first")
+    parser.add_argument("--jobs", type=int, default=None, help="worker processes for examples (default: one per core)")
     parser.add_argument("--retrain", action="store_true", help="rerun the training run the site shows")
     parser.add_argument("--cache-dir", type=Path, default=ROOT / ".build_cache", help="the build cache (default .build_cache/)")
     args = parser.parse_args(argv)
@@ -37,7 +44,7 @@ def main(argv=None):
     try:
         from site_builder.build import build
         result = build(ROOT, args.out, strict=args.command == "check", cache_dir=args.cache_dir,
-                       use_cache=not args.no_cache, retrain=args.retrain)
+                       use_cache=not args.no_cache, retrain=args.retrain, jobs=args.jobs)
     except BuildFailed as e:
         for p in e.problems:
             print(p, file=sys.stderr)

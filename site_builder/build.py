@@ -7,6 +7,7 @@ Problems from every stage are collected into one list. A normal build fails on e
 code. Either way the report lists every problem, and nothing is written unless it passed.
 """
 import json
+import os
 import subprocess
 import time
 from dataclasses import dataclass
@@ -14,7 +15,8 @@ from pathlib import Path
 
 from site_builder import training_run
 from site_builder.cache import BuildCache
-from site_builder.content import load_content
+from site_builder.content import load_content, concepts
+from site_builder.examples import run_examples
 from site_builder.links import check_links
 from site_builder.pages import PageBuilder
 from site_builder.problems import Problem, BuildFailed
@@ -68,7 +70,13 @@ def static_files(root: Path):
     return files
 
 
-def gather(root: Path, problems: list, cache=None):
+def example_requests(content):
+    """Every example the pages run, as (ref, content file, line)."""
+    return [(e["run"], page.file, e.line_of("run"))
+            for page in content.pages.values() for c in concepts(page) for e in c.get("examples") or []]
+
+
+def gather(root: Path, problems: list, cache=None, jobs=1):
     """Everything the pages need, with no file written: content, index, shapes, view models."""
     content = load_content(root, problems)
     if any(not p.warning for p in problems):
@@ -85,7 +93,8 @@ def gather(root: Path, problems: list, cache=None):
     site_info = dict(repo_url=str(content.site.get("repo_url", "")).rstrip("/"),
                      branch=content.site.get("branch", "main"), commit=commit, config=cfg)
     renderer = Renderer(root, index, problems)
-    model = PageBuilder(root, content, index, renderer, shapes, problems, site_info, cache).build()
+    results = run_examples(root, example_requests(content), problems, cache, jobs)
+    model = PageBuilder(root, content, index, renderer, shapes, problems, site_info, cache, results).build()
     model.documented |= renderer.cited
     return content, index, renderer, model, site_info
 
@@ -146,14 +155,26 @@ def strict_checks(index, model, problems):
                                     "document it on a page, or make it private with a leading underscore", strict=True))
 
 
-def build(root: Path, out: Path, strict=False, cache_dir=None, use_cache=True, retrain=False):
+def search_index(folder: Path, problems: list):
+    """Pagefind indexes the written pages (site_builder/search.py). A missing binary is a
+    warning (the site works, its search box does not); a failing one fails the build."""
+    from site_builder.search import index_site, SearchUnavailable, SearchIndexError
+    try:
+        index_site(folder)
+    except SearchUnavailable as e:
+        problems.append(Problem("site_builder/search.py", 0, str(e), "install the 'site' extra", warning=True))
+    except SearchIndexError as e:
+        raise BuildFailed([Problem("site_builder/search.py", 0, str(e), "run pagefind by hand on the site to see why")])
+
+
+def build(root: Path, out: Path, strict=False, cache_dir=None, use_cache=True, retrain=False, jobs=None):
     """Build the site into `out`. Raises BuildFailed with every problem; writes nothing then.
     cache_dir defaults to .build_cache/ beside the sources; use_cache=False runs everything."""
     t0 = time.perf_counter()
     problems = []
     cache = BuildCache((cache_dir or root / ".build_cache") if use_cache else None)
     training_run.configure(cache, retrain)
-    gathered = gather(root, problems, cache)
+    gathered = gather(root, problems, cache, jobs or os.cpu_count() or 1)
     if gathered is None:
         raise BuildFailed(problems)
     content, index, renderer, model, site_info = gathered
@@ -164,7 +185,7 @@ def build(root: Path, out: Path, strict=False, cache_dir=None, use_cache=True, r
     if failing:
         raise BuildFailed(failing)
     with output_lock(out):
-        write_site(files, out)
+        write_site(files, out, after_write=lambda tmp: search_index(tmp, problems))
     return BuildResult(pages=len(model.pages) + 1, source_pages=sum(1 for f in files if f.startswith("source/")),
                        references=len(model.references), examples_run=model.examples_run, examples_cached=model.examples_cached,
                        seconds=time.perf_counter() - t0,

@@ -234,6 +234,51 @@ def example_key(root: Path, ref: str):
     return digest(ref, np.__version__, *[(f.relative_to(root).as_posix(), f.read_bytes()) for f in files])
 
 
+def _worker(args):
+    """Run one example in a worker process; problems travel back with the result."""
+    root, ref, file, line = args
+    problems = []
+    return ref, _run(root, ref, file, line, problems), problems
+
+
+def run_examples(root: Path, requests, problems: list, cache=None, jobs=1):
+    """requests: (ref, content file, line). Returns {ref: (result or None, from_cache)}.
+
+    Cache hits are read first; the misses run in `jobs` worker processes (fork, so each
+    starts with the builder already imported). Examples that read the training run wait for
+    it to be trained once, here, rather than training it in every worker at the same time."""
+    out, misses = {}, []
+    for ref, file, line in dict(((r, (r, f, l)) for r, f, l in requests)).values():
+        key = example_key(root, ref)
+        cached = cache.get("examples", key) if cache is not None else None
+        if cached is not None:
+            out[ref] = (cached, True)
+        else:
+            misses.append((ref, file, line, key))
+    if not misses:
+        return out
+    training = root / "site_builder" / "training_run.py"
+    if any(training in dependency_files(root, root / "content" / "examples" / f"{ref.partition(':')[0]}.py")
+           for ref, *_ in misses):
+        from site_builder.training_run import trained_run
+        trained_run(root)
+    args = [(root, ref, file, line) for ref, file, line, _ in misses]
+    if jobs > 1 and len(args) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        with ProcessPoolExecutor(max_workers=min(jobs, len(args)), mp_context=multiprocessing.get_context("fork")) as pool:
+            results = list(pool.map(_worker, args))
+    else:
+        results = [_worker(a) for a in args]
+    keys = {ref: key for ref, _, _, key in misses}
+    for ref, result, found in results:
+        problems.extend(found)
+        out[ref] = (result, False)
+        if result is not None and cache is not None:
+            cache.put("examples", keys[ref], result)
+    return out
+
+
 def run_example(root: Path, ref: str, file: str, line: int, problems: list, cache=None):
     """Run one example (or take it from the cache); a failure becomes a Problem, and the page gets None.
     Returns (result, from_cache)."""

@@ -15,6 +15,7 @@ from site_builder.examples import run_example
 from site_builder.problems import Problem
 from site_builder.render import ROLE_LABELS, source_url, line_anchor, short_file
 from site_builder.resolve import resolve_snippet, resolve_function, ResolveError
+from site_builder.symbols import render_equation, code_links
 
 
 @dataclass
@@ -63,8 +64,9 @@ def function_pages(content):
 
 
 class PageBuilder:
-    def __init__(self, root, content, index, renderer, shapes, problems, site_info, cache=None):
+    def __init__(self, root, content, index, renderer, shapes, problems, site_info, cache=None, example_results=None):
         self.root, self.content, self.index, self.r, self.cache = root, content, index, renderer, cache
+        self.example_results = example_results or {}
         self.shapes, self.problems, self.site = shapes, problems, site_info
         self.model = SiteModel()
         self.fn_pages = function_pages(content)
@@ -132,6 +134,7 @@ class PageBuilder:
     def concept(self, page, c):
         sid, fn = c["id"], c["function"]
         main = self.resolve(fn, None, page.file, c.line_of("function"))
+        symbols = self.symbols(page, c)          # before the equations: they mark these symbols
         eqs, rows, cited = [], [], {}
         for item in c.get("math") or []:
             if "eq" not in item:
@@ -161,7 +164,7 @@ class PageBuilder:
                 self.problems.append(Problem(page.file, item.line, f"equation '{item['eq']}' has no 'tests' reference",
                                              "cite a test line that checks it", warning=True))
             eqs.append(dict(kind="eq", id=item["eq"], anchor=anchor, name=item["name"], derived=bool(item.get("derived")),
-                            html=self.r.tex(item["tex"], True, page.file, item.line_of("tex")), refs=refs))
+                            html=render_equation(self.r, item["tex"], symbols, page.file, item.line_of("tex")), refs=refs))
             rows += [dict(eq=item["name"], anchor=anchor, **x) for x in refs]
         return dict(
             kind="concept", id=sid, title=c["title"], name=c.get("name", c["title"]), group=c.get("group", ""),
@@ -170,7 +173,7 @@ class PageBuilder:
             what=self.md(c, "what"), why=self.md(c, "why"),
             notes=[dict(kind=k, html=self.r.md(v, page.file, n.line)) for n in c.get("notes") or [] for k, v in n.items()],
             math=eqs, after_math=self.md(c, "after_math"),
-            symbols=self.symbols(page, c),
+            symbols=symbols,
             examples=self.examples(page, c),
             shapes=self.shape_blocks(page, c),
             listing=self.r.listing(main.file, main.start, main.end, cited) if main else [],
@@ -228,13 +231,15 @@ class PageBuilder:
             out.append(dict(tex=self.r.tex(str(s["tex"]), False, page.file, s.line_of("tex")),
                             meaning=self.r.md(s["meaning"], page.file, s.line_of("meaning"), inline=True),
                             code=str(s["code"]), shape=declared,
-                            checked=info is not None and declared.startswith("(")))
+                            checked=info is not None and declared.startswith("("),
+                            n=len(out), tex_src=str(s["tex"]), **code_links(str(s["code"]))))
         return out
 
     def examples(self, page, c):
         out = []
         for e in c.get("examples") or []:
-            result, cached = run_example(self.root, e["run"], page.file, e.line_of("run"), self.problems, self.cache)
+            result, cached = self.example_results.get(e["run"]) or run_example(
+                self.root, e["run"], page.file, e.line_of("run"), self.problems, self.cache)
             self.model.examples_cached += cached
             self.model.examples_run += not cached
             if result is None:
@@ -242,6 +247,12 @@ class PageBuilder:
             for block in result.blocks:
                 if block.get("file"):
                     block["href"] = source_url(block["file"])
+                if block.get("kind") == "stepper":       # the stepper shows the traced function's lines
+                    try:
+                        f = self.index.function(block["function"])
+                        block["listing"] = self.r.listing(f.file, f.start, f.end)
+                    except KeyError:
+                        block["listing"] = []
             out.append(dict(title=e["title"], hand_picked=self.md(e, "hand_picked"), caption=self.md(e, "caption"),
                             source=result.source, blocks=result.blocks, id=f"{c['id']}--ex-{len(out) + 1}"))
         return out
@@ -303,12 +314,14 @@ class PageBuilder:
             f = self.index.function(fn)
             step = dict(line=st.line, end=st.end_line, text=st.text, kind=st.kind, grads=list(st.grads),
                         href=source_url(f.file) + f"#{line_anchor(st.line, st.end_line)}",
-                        label=f"{short_file(f.file)}:{st.line}", callee=None, callee_lines=None)
+                        label=f"{short_file(f.file)}:{st.line}", callee=None, callee_lines=None,
+                        grad_lines=list(st.grad_lines), function=fn, callee_listing=None)
             if st.callee:
                 step["callee"] = self.fn_link(st.callee)
                 try:
                     g = self.index.function(st.callee)
                     step["callee_lines"] = f"{short_file(g.file)}:{g.start}-{g.end}"
+                    step["callee_listing"] = self.r.listing(g.file, g.start, g.end)
                 except KeyError:
                     pass
             steps.append(step)

@@ -1,8 +1,14 @@
 """Shared fixtures. The site is built once per test session, into a temporary folder, with the
 repository's build cache so the training run and the examples are not recomputed per test."""
+import os
 from pathlib import Path
 
 import pytest
+from threadpoolctl import threadpool_limits
+
+# One BLAS thread: the model's matrices are small, and tests and builds share 2 cores.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+threadpool_limits(1)
 
 ROOT = Path(__file__).resolve().parent.parent
 
