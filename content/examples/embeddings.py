@@ -179,7 +179,7 @@ def embed_gradcheck_step():
     i = int(tok.encode(KINK_CHAR)[0])
     rows, gaps = [], {}
     for h in (1e-4, 1e-5, 1e-6, 1e-7):
-        num = numerical_grad(lambda: _loss(params, x, y), params["tok_emb"], h=h)[i]
+        num = numerical_grad(lambda: _loss(params, x, y), params["tok_emb"][i], h=h)   # a view: nudges row i only
         gaps[h] = float(np.max(np.abs(num - grads["tok_emb"][i])))
         rows.append([f"{h:g}", fmt_array(num), f"{gaps[h]:.1e}"])
     rows.append(["the backward pass", fmt_array(grads["tok_emb"][i]), ""])

@@ -170,35 +170,38 @@ def model_gradcheck():
 # ---------------------------------------------------------------- init_params
 
 def _rule(name, p, cfg):
-    """(how init_params starts this parameter, what that rule predicts), from the code's rules."""
+    """(how init_params starts this parameter, what that rule gives), from the code's rules."""
     v = p[name]
     if np.all(v == 1):
         return "ones", "exactly 1"
     if np.all(v == 0):
         return "zeros", "exactly 0"
     if name in ("tok_emb", "pos_emb"):
-        return f"normal, std emb_std = {cfg.emb_std}", f"std {cfg.emb_std}"
+        return "normal", f"std = emb_std = {cfg.emb_std}"
     fan_in, fan_out = v.shape
     a = np.sqrt(6.0 / (fan_in + fan_out))
-    return (f"Xavier uniform, a = sqrt(6 / ({fan_in} + {fan_out})) = {a:.4f}",
-            f"|w| <= {a:.4f}, std a / sqrt(3) = {a / np.sqrt(3):.4f}")
-
-
-INIT_NAMES = ("tok_emb", "pos_emb", "b0.wq", "b0.ff1_w", "b0.ff2_w", "head_w", "b0.bq", "b0.ln1_g", "lnf_b")
+    return "Xavier uniform", f"a = {a:.4f}, std a/\u221a3 = {a / np.sqrt(3):.4f}"
 
 
 def init_stats():
+    """Every parameter of init_params at the default config, block 0 standing for every block."""
+    from model.optim import decays
     cfg = default_config()
     p = init_params(cfg, np.random.default_rng(SEED))
     rows, within = [], {}
-    for name in INIT_NAMES:
-        how, predicts = _rule(name, p, cfg)
-        v = p[name]
-        rows.append([name, str(v.shape), how, predicts, fmt_number(v.min()), fmt_number(v.max()), fmt_number(v.std())])
+    for name, v in p.items():
+        if name.startswith("b") and not name.startswith("b0."):
+            continue
+        how, rule = _rule(name, p, cfg)
+        rows.append([name, str(v.shape), f"{v.size:,}", how, rule, fmt_number(np.abs(v).max()), fmt_number(v.std()),
+                     "yes" if decays(name) else "no"])
         if how.startswith("Xavier"):
             within[name] = bool(np.abs(v).max() <= np.sqrt(6.0 / sum(v.shape)))
-    return ExampleResult([table(["Parameter", "Shape", "init_params makes it", "The rule predicts", "Smallest",
-                                 "Largest", "Std"], rows)], default_source(), data=dict(within=within))
+    return ExampleResult([table(["Parameter", "Shape", "Scalars", "Starts as", "The rule gives", "Largest |value|",
+                                 "Std", "Weight decay"], rows,
+                                caption=f"Block 0 stands for every block: the {cfg.num_layers} blocks have the same rows, "
+                                        "each under its own prefix b0., b1., ...")],
+                         default_source() + "; decay from model.optim.decays", data=dict(within=within, rows=rows))
 
 
 def xavier_draw():

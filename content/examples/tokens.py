@@ -189,15 +189,15 @@ def first_batch_inputs():
 def first_batch():
     _, tok, _ = corpus()
     train_ids, B, T, rng = first_batch_inputs()
-    t = trace_locals(get_batch, train_ids, B, T, rng)
-    x, y = t.result
-    starts = value_of(t, "starts")
-    steps = int_steps(t, [("Window starts, first four of B", "starts")])
-    steps["rows"][0]["value"] = fmt_ids(starts[:SHOWN_ROWS]) + " ..."
+    x, y = get_batch(train_ids, B, T, rng)
+    # The same draw on positions instead of ids says where each window starts (see run_coverage).
+    _, _, _, same_rng = first_batch_inputs()
+    starts = get_batch(np.arange(len(train_ids)), B, T, same_rng)[0][:, 0]
     shapes = table(["Array", "Shape", "dtype"], [["x", str(x.shape), str(x.dtype)], ["y", str(y.shape), str(y.dtype)]])
-    texts = table(["Row b", "Start", "x[b], decoded", "y[b], decoded"],
+    texts = table(["Row b", "Start s_b", "x[b], decoded", "y[b], decoded"],
                   [[b, int(starts[b]), repr(tok.decode(x[b])), repr(tok.decode(y[b]))] for b in range(SHOWN_ROWS)],
-                  caption="Each y row is its x row moved one character to the left, with the next character appended.")
+                  caption=f"The first {SHOWN_ROWS} of the B rows. Each y row is its x row moved one character to the left, "
+                          "with the next character appended.")
     row0 = table(["Position t"] + [str(i) for i in range(T)],
                  [["x[0, t]"] + [str(int(v)) for v in x[0]],
                   ["its character"] + [show_char(tok.chars[v]) for v in x[0]],
@@ -206,12 +206,13 @@ def first_batch():
                  caption="Row 0, position by position: the target of position t is the input at t + 1. "
                          "A space is shown as \u2423.")
     check = table(["Check, over all B rows", "Result"],
-                  [["np.array_equal(y[:, :-1], x[:, 1:])", str(np.array_equal(y[:, :-1], x[:, 1:]))],
+                  [["np.array_equal(x, train_ids[starts[:, None] + np.arange(T)])",
+                    str(np.array_equal(x, train_ids[starts[:, None] + np.arange(T)]))],
+                   ["np.array_equal(y[:, :-1], x[:, 1:])", str(np.array_equal(y[:, :-1], x[:, 1:]))],
                    ["np.array_equal(y[:, -1], train_ids[starts + T])", str(np.array_equal(y[:, -1], train_ids[starts + T]))]])
-    return ExampleResult([steps, shapes, texts, row0, check],
+    return ExampleResult([shapes, texts, row0, check],
                          f"get_batch(train_ids, {B}, {T}, np.random.default_rng(seed_streams({TrainConfig().seed})[1])) "
                          f"on {CORPUS_LABEL}", data=dict(x=x, y=y, starts=starts))
-
 
 
 def run_coverage():
