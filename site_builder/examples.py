@@ -14,6 +14,7 @@ import importlib.util
 import inspect
 import sys
 import traceback
+from functools import lru_cache
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -195,35 +196,47 @@ def module_file(root: Path, dotted: str):
     return None
 
 
+@lru_cache(maxsize=None)
+def _imports(path: Path, stamp) -> tuple:
+    """The dotted names a file imports (stamp: its mtime and size, so an edit re-reads it)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError):
+        return ()
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names += [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+    return tuple(names)
+
+
+def _stamp(path: Path):
+    st = path.stat()
+    return st.st_mtime_ns, st.st_size
+
+
 def dependency_files(root: Path, path: Path) -> list:
     """The file and every repository module it imports, transitively, sorted."""
     seen, todo = set(), [path]
     while todo:
         p = todo.pop()
-        if p in seen:
+        if p in seen or not p.exists():
             continue
         seen.add(p)
-        try:
-            tree = ast.parse(p.read_text(encoding="utf-8"))
-        except (OSError, SyntaxError):
-            continue
-        for node in ast.walk(tree):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-            for name in names:
-                f = module_file(root, name)
+        for name in _imports(p, _stamp(p)):
+            parts = name.split(".")
+            for i in range(1, len(parts) + 1):      # importing model.ops also runs model/__init__.py
+                f = module_file(root, ".".join(parts[:i]))
                 if f and f not in seen:
                     todo.append(f)
-            if names:
-                parts = names[0].split(".")
-                for i in range(1, len(parts)):         # importing model.ops runs model/__init__.py
-                    f = module_file(root, ".".join(parts[:i]))
-                    if f and f not in seen:
-                        todo.append(f)
     return sorted(seen)
+
+
+@lru_cache(maxsize=None)
+def _file_digest(path: Path, stamp) -> str:
+    return digest(path.read_bytes())
 
 
 def example_key(root: Path, ref: str):
@@ -231,7 +244,7 @@ def example_key(root: Path, ref: str):
     module_name = ref.partition(":")[0]
     path = root / "content" / "examples" / f"{module_name}.py"
     files = dependency_files(root, path) if path.exists() else []
-    return digest(ref, np.__version__, *[(f.relative_to(root).as_posix(), f.read_bytes()) for f in files])
+    return digest(ref, np.__version__, *[(f.relative_to(root).as_posix(), _file_digest(f, _stamp(f))) for f in files])
 
 
 def _worker(args):
