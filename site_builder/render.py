@@ -126,11 +126,60 @@ class Renderer:
 
 
 def pygments_css():
-    """Token colours for light, and for dark either chosen or from the system preference."""
-    def rules(style, prefix):
+    """Token colours for light, and for dark either chosen or from the system preference.
+    Each colour is then darkened (light) or lightened (dark) just enough to keep a contrast of
+    4.5:1 (WCAG AA) on every background code sits on in static/site.css."""
+    light_bg, dark_bg = code_backgrounds()
+
+    def rules(style, prefix, backgrounds, dark):
         lines = HtmlFormatter(style=style).get_style_defs(prefix).splitlines()
-        return "\n".join(l for l in lines if l.startswith(prefix + " .") and not l.startswith(prefix + " .hll"))
+        css = "\n".join(l for l in lines if l.startswith(prefix + " .") and not l.startswith(prefix + " .hll"))
+        return re.sub(r"(?<![-\w])color: (#[0-9a-fA-F]{6}|#[0-9a-fA-F]{3})\b",
+                      lambda m: "color: " + readable(m.group(1), backgrounds, dark), css)
     dark = ':root[data-theme="dark"] .hl'
     system = ':root:not([data-theme="light"]) .hl'
-    return (rules("friendly", ".hl") + "\n" + rules("monokai", dark) +
-            "\n@media (prefers-color-scheme: dark) {\n" + rules("monokai", system) + "\n}\n")
+    return (rules("friendly", ".hl", light_bg, False) + "\n" + rules("monokai", dark, dark_bg, True) +
+            "\n@media (prefers-color-scheme: dark) {\n" + rules("monokai", system, dark_bg, True) + "\n}\n")
+
+
+CODE_BACKGROUNDS = ("--bg", "--code-bg", "--cited", "--current", "--sym-bg")
+
+
+def code_backgrounds():
+    """([light backgrounds], [dark backgrounds]) of code, read from the variables of site.css."""
+    css = (Path(__file__).resolve().parent.parent / "static" / "site.css").read_text(encoding="utf-8")
+
+    def block(selector):
+        m = re.search(re.escape(selector) + r"\s*\{(.*?)\}", css, re.S)
+        found = dict(re.findall(r"(--[\w-]+):\s*(#[0-9a-fA-F]{3,6})\b", m.group(1))) if m else {}
+        return [found[v] for v in CODE_BACKGROUNDS if v in found]
+    return block(":root") or ["#ffffff"], block(':root[data-theme="dark"]') or ["#000000"]
+
+
+def _luminance(color):
+    h = color.lstrip("#")
+    h = "".join(c * 2 for c in h) if len(h) == 3 else h
+    def channel(c):
+        c = int(c, 16) / 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = (channel(h[i:i + 2]) for i in (0, 2, 4))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(a, b):
+    la, lb = _luminance(a), _luminance(b)
+    return (max(la, lb) + 0.05) / (min(la, lb) + 0.05)
+
+
+def readable(color, backgrounds, dark, target=4.6):
+    """color, mixed toward white (dark themes) or black just enough for `target` on every background."""
+    h = color.lstrip("#")
+    h = "".join(c * 2 for c in h) if len(h) == 3 else h
+    rgb = [int(h[i:i + 2], 16) for i in (0, 2, 4)]
+    goal = 255 if dark else 0
+    for step in range(21):
+        t = step / 20
+        mixed = "#" + "".join(f"{round(c + (goal - c) * t):02x}" for c in rgb)
+        if all(contrast(mixed, bg) >= target for bg in backgrounds):
+            return mixed if step else color
+    return "#ffffff" if dark else "#000000"

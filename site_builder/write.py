@@ -43,8 +43,10 @@ def output_lock(out: Path, wait_seconds=120.0):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def write_site(files: dict, out: Path):
-    """files: {relative posix path: bytes}. Swaps the new tree into `out`."""
+def write_site(files: dict, out: Path, after_write=None):
+    """files: {relative posix path: bytes}. Swaps the new tree into `out`.
+    after_write(tmp_folder), if given, runs on the complete new tree before the swap (the
+    search index is built there); if it raises, the new tree is removed and `out` is untouched."""
     out = out.resolve()
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
     old = out.parent / f".{out.name}.old-{os.getpid()}"
@@ -53,6 +55,12 @@ def write_site(files: dict, out: Path):
         path = tmp / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(files[rel])
+    if after_write is not None:
+        try:
+            after_write(tmp)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     if out.exists():
         os.rename(out, old)
     os.rename(tmp, out)

@@ -85,6 +85,20 @@ BACKWARD_NAMES = [("dY", "dY"), ("dXn2", "dXn2"), ("dX1_branch", "dX1_branch"),
                   ("dX = dX1 + dX_branch", "return")]
 
 
+def block_backward_steps():
+    t = _block_backward_trace(tiny_params())
+    steps = stepper(t, row=1, steps=[
+        ("The gradient arrives", "dY", None),
+        ("Through the feed-forward branch", "dXn2", None),
+        ("Through the second LayerNorm", "dX1_branch", None),
+        ("Second add, reversed", "dX1", ("dY", "dX1_branch")),
+        ("Through the attention branch", "dXn", None),
+        ("Through the first LayerNorm", "dX_branch", None),
+        ("First add, reversed", "return", ("dX1", "dX_branch")),
+    ])
+    return ExampleResult([steps], TINY_SOURCE)
+
+
 def _matrices(t, names):
     from site_builder.examples import value_of
     return [matrix(label, value_of(t, name)) for label, name in names]

@@ -1,2 +1,81 @@
 // Progressive enhancement only: every page reads completely without JavaScript.
-document.documentElement.classList.add("js");
+// Each file in static/js is one small, independent feature, loaded with `defer` (classic
+// scripts, not ES modules, so that pages opened from file:// run them without CORS errors):
+//   site.js     the Menu button on narrow screens, keyboard shortcuts between pages
+//   theme.js    light / dark toggle, remembered
+//   copy.js     "Copy link" on equations, "Copy code" on listings
+//   stepper.js  step through one row of a traced example
+//   flow.js     select a step of a flow diagram; the URL remembers it
+//   symbols.js  point at a symbol: it lights up in equations, tables and code
+//   search.js   Pagefind search box
+(() => {
+  "use strict";
+  document.documentElement.classList.add("js");
+
+  // Menu: below 860px wide the sidebar folds away behind this button (see site.css).
+  const toggle = document.querySelector(".nav-toggle");
+  const sidebar = document.getElementById("sidebar");
+  if (toggle && sidebar) {
+    toggle.hidden = false;
+    toggle.addEventListener("click", () => {
+      const open = sidebar.classList.toggle("open");
+      toggle.setAttribute("aria-expanded", String(open));
+    });
+  }
+
+  // Keyboard: p / n go to the previous / next page (the <link rel> in <head>).
+  // Ignored while typing, and with modifier keys (so browser shortcuts keep working).
+  const keys = document.querySelector(".footer .keys");
+  if (keys) keys.hidden = false;
+  document.addEventListener("keydown", (event) => {
+    if (event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey) return;
+    if (typing(event.target)) return;
+    const rel = { n: "next", p: "prev" }[event.key];
+    const link = rel && document.querySelector(`link[rel="${rel}"]`);
+    if (link) {
+      event.preventDefault();
+      location.href = link.href;
+    }
+  });
+
+  // A wide equation or table scrolls inside its own box (.scroll). When it does overflow, the
+  // box takes keyboard focus (arrow keys scroll it) and a name, so it is reachable without a
+  // mouse; boxes that fit stay out of the tab order. Checked again when the window resizes.
+  function scrollables() {
+    for (const box of document.querySelectorAll(".scroll")) {
+      if (box.matches(".listing")) continue;      // listings are focusable regions already
+      const wide = box.scrollWidth > box.clientWidth + 1;
+      if (wide && !box.hasAttribute("tabindex")) {
+        box.tabIndex = 0;
+        box.setAttribute("role", "group");
+        box.setAttribute("aria-label", labelOf(box));
+        box.dataset.scrollFocus = "";
+      } else if (!wide && box.hasAttribute("data-scroll-focus")) {
+        box.removeAttribute("tabindex");
+        box.removeAttribute("role");
+        box.removeAttribute("aria-label");
+        delete box.dataset.scrollFocus;
+      }
+    }
+  }
+  function labelOf(box) {
+    const figure = box.closest("figure.equation");
+    const name = figure && figure.querySelector(".eq-name");
+    if (name) return `Equation: ${name.textContent.trim()} (scrolls sideways)`;
+    const caption = box.querySelector("caption, .matrix-name");
+    return caption ? `${caption.textContent.trim()} (scrolls sideways)` : "Wide table (scrolls sideways)";
+  }
+  scrollables();
+  let resizing = null;
+  window.addEventListener("resize", () => {
+    clearTimeout(resizing);
+    resizing = setTimeout(scrollables, 150);
+  });
+  // Again once the other scripts have drawn their parts and KaTeX's fonts have loaded.
+  window.addEventListener("load", scrollables);
+  if (document.fonts && document.fonts.ready) document.fonts.ready.then(scrollables);
+
+  function typing(target) {
+    return !!(target && target.closest && target.closest("input, textarea, select, [contenteditable]"));
+  }
+})();

@@ -1,0 +1,97 @@
+"""Stage 6b: the search index. Pagefind reads the finished HTML and writes `pagefind/` beside it.
+
+How: `index_site(folder)` runs the Pagefind binary that the PyPI package `pagefind[bin]`
+ships (the `pagefind_bin` module): nothing is downloaded at build time and no Node.js is
+needed. It runs on the temporary folder the writer fills, before that folder is swapped into
+place (site_builder.write.write_site's `after_write`), so a site is never served without its
+index, and a failed indexing leaves the last good site untouched like any failed build.
+
+What gets indexed (the templates decide, with Pagefind's data attributes):
+- `<main data-pagefind-body>` of every page: the concept pages and the source pages. The
+  sidebar, the header, the table of contents and the footer are left out, and so are the
+  duplicated listings of the interactive widgets (`data-pagefind-ignore`).
+- Weights: a concept's function name (`data-pagefind-weight="10"`, in the line under
+  "What is it?"), equation names (5) and the code names of symbols (3), so a search for a
+  function name (`layer_norm_backward`) ranks the concept that documents it above the pages
+  that merely call it. Headings with ids become Pagefind sub-results; the search box
+  (static/js/search.js) links to the sub-result with the most weighted hits, and a concept's
+  "What is it?" heading to the concept itself.
+- `data-pagefind-meta="kind:..."` labels each result as a concept page or a source file.
+- A function name is also a Pagefind *filter* (`function`) on the concept documenting it, with
+  a meta `fn-<name>: <concept id>`: the search box asks for that filter when the query looks
+  like a function name and lists those concepts first, linked to the concept itself. Ranking
+  alone cannot promise that: a long concept page that documents `layer_norm_backward` scores
+  below a short test file that calls it ten times, and the block page, which calls it twice
+  and cites it often, may outscore it too. Source listings get weight 0.3 for the same reason.
+- Math is not indexed (`--exclude-selectors .katex`): KaTeX's MathML holds the raw TeX and its
+  HTML is glyph soup, both useless in a result and ugly in an excerpt.
+
+Trade-offs:
+- Underscores are left out of `--include-characters`: Pagefind then indexes
+  `layer_norm_backward` both whole and as its parts, so `layer norm` finds it too.
+- The bundle Pagefind writes also holds its prebuilt UIs (pagefind-ui.js and friends, about
+  400 KB). The site uses a small box of its own on top of `pagefind.js` (themeable with the
+  site's CSS, no extra stylesheet, and it keeps working without JavaScript errors from
+  file://), so those files are deleted after indexing.
+- Determinism: Pagefind's output depends only on the HTML it reads (checked: two runs on the
+  same pages give byte-identical bundles, and file names carry content hashes), so two builds
+  of one commit stay byte-identical with the index included. `--force-language en` keeps the
+  language from being guessed.
+- Indexing takes well under a second for this site; it runs on every build, `serve` included.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+BUNDLE = "pagefind"
+# The prebuilt UIs of the bundle, unused by static/js/search.js.
+UNUSED = ("pagefind-ui.js", "pagefind-ui.css", "pagefind-modular-ui.js", "pagefind-modular-ui.css",
+          "pagefind-component-ui.js", "pagefind-component-ui.css", "pagefind-highlight.js")
+TIMEOUT_SECONDS = 120
+# Rendered math: its MathML holds the raw TeX and its HTML is glyph soup ("LN1back"); neither
+# helps a search, and both would show in excerpts. Equation names and symbols' code names stay.
+EXCLUDE = ".katex"
+
+
+class SearchUnavailable(Exception):
+    """The Pagefind binary is not installed; the site builds without a search index."""
+
+
+class SearchIndexError(Exception):
+    """Pagefind ran and failed."""
+
+
+def pagefind_executable() -> Path:
+    try:
+        import pagefind_bin
+    except ImportError as e:
+        raise SearchUnavailable("the search index was not built: the pagefind binary is missing "
+                                "(pip install 'pagefind[bin]', part of the 'site' extra)") from e
+    try:
+        return Path(pagefind_bin.get_executable())
+    except (FileNotFoundError, OSError) as e:
+        raise SearchUnavailable(f"the search index was not built: {e}") from e
+
+
+def index_site(folder: Path) -> Path:
+    """Index the built site in `folder`; returns the bundle folder (`folder/pagefind`)."""
+    folder = Path(folder)
+    exe = pagefind_executable()
+    cmd = [str(exe), "--site", str(folder), "--output-subdir", BUNDLE, "--force-language", "en",
+           "--exclude-selectors", EXCLUDE, "--silent"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired as e:
+        raise SearchIndexError(f"pagefind took over {TIMEOUT_SECONDS} s indexing {folder}") from e
+    except OSError as e:
+        raise SearchIndexError(f"could not run {exe}: {e}") from e
+    bundle = folder / BUNDLE
+    if proc.returncode != 0 or not (bundle / "pagefind.js").is_file():
+        message = (proc.stderr or proc.stdout).strip() or f"exit status {proc.returncode}"
+        raise SearchIndexError(f"pagefind failed: {message}")
+    for name in UNUSED:
+        (bundle / name).unlink(missing_ok=True)
+    shutil.rmtree(bundle / "playground", ignore_errors=True)
+    return bundle

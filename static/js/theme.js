@@ -1,0 +1,28 @@
+// Light and dark themes.
+// With no choice made, the system preference applies (the prefers-color-scheme block of
+// site.css). The toggle stores a choice in localStorage and sets data-theme on <html>; the
+// tiny inline script in <head> applies it again on the next page before the first paint, so
+// a chosen theme never flashes. aria-pressed tells whether the dark theme is showing.
+(() => {
+  "use strict";
+  const button = document.querySelector(".theme-toggle");
+  if (!button) return;
+  const root = document.documentElement;
+  const system = window.matchMedia("(prefers-color-scheme: dark)");
+  const current = () => root.dataset.theme || (system.matches ? "dark" : "light");
+  const show = () => button.setAttribute("aria-pressed", String(current() === "dark"));
+
+  button.hidden = false;
+  show();
+  button.addEventListener("click", () => {
+    const next = current() === "dark" ? "light" : "dark";
+    root.dataset.theme = next;
+    try {
+      localStorage.setItem("theme", next);
+    } catch (e) {
+      // Storage can be disabled (private windows, file://): the choice lasts for this page.
+    }
+    show();
+  });
+  system.addEventListener("change", show);
+})();
