@@ -5,6 +5,8 @@ the arguments the language model uses.
 
 Head i uses the contiguous columns i*dk:(i+1)*dk of Q, K and V, with dk = d / num_heads.
 """
+import math
+
 import numpy as np
 
 from model.ops import linear_forward, linear_backward, softmax_forward, softmax_backward
@@ -27,15 +29,22 @@ def causal_mask(T):
     return np.tril(np.ones((T, T), dtype=bool))
 
 
+def hiding(mask, dtype):
+    """(Tq, Tk): 0 where the mask is True (visible), -inf where it hides a key. Adding it to the
+    scores in place is cheaper than np.where over every head of every sequence."""
+    return np.where(mask, 0.0, -np.inf).astype(dtype, copy=False)
+
+
 def mha_forward(Xq, Xkv, params, p, num_heads, mask=None):
     """Queries from Xq (..., Tq, d); keys and values from Xkv (..., Tk, d). mask: (Tq, Tk), True = visible."""
     Q, _ = linear_forward(Xq, params[p + "wq"], params[p + "bq"])
     K, _ = linear_forward(Xkv, params[p + "wk"], params[p + "bk"])
     V, _ = linear_forward(Xkv, params[p + "wv"], params[p + "bv"])
     Qh, Kh, Vh = (split_heads(M, num_heads) for M in (Q, K, V))   # (..., h, T, dk)
-    S = Qh @ Kh.swapaxes(-1, -2) / np.sqrt(Qh.shape[-1])          # (..., h, Tq, Tk)
+    S = Qh @ Kh.swapaxes(-1, -2)                                  # (..., h, Tq, Tk)
+    S /= math.sqrt(Qh.shape[-1])              # in place, by a Python float: float32 stays float32
     if mask is not None:
-        S = np.where(mask, S, -np.inf)        # exp(-inf) is exactly 0: no weight on a hidden key
+        S += hiding(mask, S.dtype)            # exp(-inf) is exactly 0: no weight on a hidden key
     A, _ = softmax_forward(S)
     O = merge_heads(A @ Vh)                   # (..., Tq, d)
     out, _ = linear_forward(O, params[p + "wo"], params[p + "bo"])
@@ -51,7 +60,8 @@ def mha_backward(dOut, c, params, p, grads):
     dOh = split_heads(dO, Qh.shape[-3])
     dA = dOh @ Vh.swapaxes(-1, -2)
     dVh = A.swapaxes(-1, -2) @ dOh
-    dS = softmax_backward(dA, A) / np.sqrt(Qh.shape[-1])   # 0 wherever A is 0: masked keys get no gradient
+    dS = softmax_backward(dA, A)              # 0 wherever A is 0: masked keys get no gradient
+    dS /= math.sqrt(Qh.shape[-1])
     dQh = dS @ Kh
     dKh = dS.swapaxes(-1, -2) @ Qh
     dXq, dWq, dbq = linear_backward(merge_heads(dQh), c["Xq"], params[p + "wq"])
