@@ -103,13 +103,13 @@ def embed_backward_tokens():
         rows.append([f'grads["tok_emb"][{i}]', f"'{char}' (id {i})", fmt_array(grads["tok_emb"][i])])
         gaps[char] = float(np.max(np.abs(total - grads["tok_emb"][i])))
         rows.append(["largest gap, sum against grads row", "", f"{gaps[char]:.1e}"])
-    # What plain fancy-index addition would give instead of np.add.at: NumPy buffers it, so a
+    # What plain fancy-index addition would give instead of a scatter-add: NumPy buffers it, so a
     # repeated id keeps one of its rows instead of their sum.
     naive = np.zeros_like(grads["tok_emb"])
     naive[x.reshape(-1)] += dX.reshape(-1, dX.shape[-1])
     o = int(tok.encode("o")[0])
     wrong = table(["Scatter", f"Row {o}, 'o'"],
-                  [["np.add.at(dtable, ids, dX), as embedding_backward does", fmt_array(grads["tok_emb"][o])],
+                  [["embedding_backward (a scatter-add)", fmt_array(grads["tok_emb"][o])],
                    ["dtable[ids] += dX", fmt_array(naive[o])],
                    ["the last 'o' row, dX" + str(list(occurrences(x, "o")[-1])), fmt_array(dX[occurrences(x, "o")[-1]])]],
                   caption="The one-line alternative is wrong for repeated ids.")
