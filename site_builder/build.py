@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from site_builder import training_run
-from site_builder.cache import BuildCache
+from site_builder.cache import BuildCache, digest
 from site_builder.content import load_content, concepts
 from site_builder.examples import run_examples
 from site_builder.links import check_links
@@ -76,7 +76,43 @@ def example_requests(content):
             for page in content.pages.values() for c in concepts(page) for e in c.get("examples") or []]
 
 
-def gather(root: Path, problems: list, cache=None, jobs=1):
+def cached_shapes(root: Path, cfg, cache):
+    """The probe runs (site_builder/shapes.py), keyed on the model and on the probing code."""
+    from site_builder.shapes import infer_shapes
+    import numpy as np
+    files = sorted((root / "model").glob("*.py")) + [root / "site_builder" / n for n in ("shapes.py", "trace.py")]
+    key = digest(np.__version__, cfg.vocab_size, *[(f.name, f.read_bytes()) for f in files])
+    shapes = cache.get("shapes", key) if cache else None
+    if shapes is None:
+        shapes = infer_shapes(vocab_size=cfg.vocab_size)
+        if cache:
+            cache.put("shapes", key, shapes)
+    return shapes
+
+
+class Memos:
+    """The render memos (KaTeX output, highlighted files) loaded from the cache for one build
+    and saved back only if the build added to them."""
+
+    def __init__(self, cache):
+        import pygments
+        from site_builder import mathrender
+        self.cache, self.mathrender = cache, mathrender
+        self.keys = dict(math=digest("math", mathrender.KATEX_VERSION_KEY()),
+                         code=digest("pygments", pygments.__version__))
+        self.math = cache.table("memo", self.keys["math"]) if cache else {}
+        self.code = cache.table("memo", self.keys["code"]) if cache else {}
+        self.sizes = (len(self.math), len(self.code))
+        mathrender.MEMO.update(self.math)
+
+    def save(self):
+        self.math = dict(self.mathrender.MEMO)
+        if self.cache and (len(self.math), len(self.code)) != self.sizes:
+            self.cache.put("memo", self.keys["math"], self.math)
+            self.cache.put("memo", self.keys["code"], self.code)
+
+
+def gather(root: Path, problems: list, cache=None, jobs=1, memos=None):
     """Everything the pages need, with no file written: content, index, shapes, view models."""
     content = load_content(root, problems)
     if any(not p.warning for p in problems):
@@ -86,13 +122,12 @@ def gather(root: Path, problems: list, cache=None, jobs=1):
     except SourceError as e:
         problems.append(Problem(e.file, e.line, e.message, "fix the syntax error"))
         return None
-    from site_builder.shapes import infer_shapes
     cfg = default_config(root)
-    shapes = infer_shapes(vocab_size=cfg.vocab_size)
+    shapes = cached_shapes(root, cfg, cache)
     commit = git_commit(root)
     site_info = dict(repo_url=str(content.site.get("repo_url", "")).rstrip("/"),
                      branch=content.site.get("branch", "main"), commit=commit, config=cfg)
-    renderer = Renderer(root, index, problems)
+    renderer = Renderer(root, index, problems, memos.code if memos else None)
     results = run_examples(root, example_requests(content), problems, cache, jobs)
     model = PageBuilder(root, content, index, renderer, shapes, problems, site_info, cache, results).build()
     model.documented |= renderer.cited
@@ -155,12 +190,24 @@ def strict_checks(index, model, problems):
                                     "document it on a page, or make it private with a leading underscore", strict=True))
 
 
-def search_index(folder: Path, problems: list):
+def search_index(folder: Path, problems: list, cache=None):
     """Pagefind indexes the written pages (site_builder/search.py). A missing binary is a
-    warning (the site works, its search box does not); a failing one fails the build."""
-    from site_builder.search import index_site, SearchUnavailable, SearchIndexError
+    warning (the site works, its search box does not); a failing one fails the build.
+    The index is cached on the pages' bytes: unchanged pages are not indexed again."""
+    from site_builder.search import index_site, SearchUnavailable, SearchIndexError, BUNDLE
+    pages = sorted(p for p in folder.rglob("*.html"))
+    key = digest(*[(p.relative_to(folder).as_posix(), p.read_bytes()) for p in pages])
+    bundle = cache.get("search", key) if cache else None
+    if bundle is not None:
+        for rel, data in bundle.items():
+            (folder / BUNDLE / rel).parent.mkdir(parents=True, exist_ok=True)
+            (folder / BUNDLE / rel).write_bytes(data)
+        return
     try:
-        index_site(folder)
+        out = index_site(folder)
+        if cache:
+            cache.put("search", key, {p.relative_to(out).as_posix(): p.read_bytes()
+                                      for p in sorted(out.rglob("*")) if p.is_file()})
     except SearchUnavailable as e:
         problems.append(Problem("site_builder/search.py", 0, str(e), "install the 'site' extra", warning=True))
     except SearchIndexError as e:
@@ -174,7 +221,8 @@ def build(root: Path, out: Path, strict=False, cache_dir=None, use_cache=True, r
     problems = []
     cache = BuildCache((cache_dir or root / ".build_cache") if use_cache else None)
     training_run.configure(cache, retrain)
-    gathered = gather(root, problems, cache, jobs or os.cpu_count() or 1)
+    memos = Memos(cache if use_cache else None)
+    gathered = gather(root, problems, cache, jobs or os.cpu_count() or 1, memos)
     if gathered is None:
         raise BuildFailed(problems)
     content, index, renderer, model, site_info = gathered
@@ -185,7 +233,8 @@ def build(root: Path, out: Path, strict=False, cache_dir=None, use_cache=True, r
     if failing:
         raise BuildFailed(failing)
     with output_lock(out):
-        write_site(files, out, after_write=lambda tmp: search_index(tmp, problems))
+        write_site(files, out, after_write=lambda tmp: search_index(tmp, problems, cache))
+    memos.save()
     return BuildResult(pages=len(model.pages) + 1, source_pages=sum(1 for f in files if f.startswith("source/")),
                        references=len(model.references), examples_run=model.examples_run, examples_cached=model.examples_cached,
                        seconds=time.perf_counter() - t0,

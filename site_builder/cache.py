@@ -44,6 +44,11 @@ class BuildCache:
         self.hits += 1
         return value
 
+    def table(self, kind, key) -> dict:
+        """A dict stored whole (math, highlighted files): one read per build, not one per entry."""
+        value = self.get(kind, key)
+        return dict(value) if isinstance(value, dict) else {}
+
     def put(self, kind, key, value):
         if self.folder is None:
             return

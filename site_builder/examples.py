@@ -185,6 +185,7 @@ def raising_line(exc, root: Path):
 REPO_PACKAGES = ("model", "tests", "site_builder")
 
 
+@lru_cache(maxsize=4096)
 def module_file(root: Path, dotted: str):
     """'model.ops' -> root/model/ops.py (or a package's __init__.py), if it is in the repository."""
     if dotted.split(".")[0] not in REPO_PACKAGES:
@@ -196,7 +197,7 @@ def module_file(root: Path, dotted: str):
     return None
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=1024)
 def _imports(path: Path, stamp) -> tuple:
     """The dotted names a file imports (stamp: its mtime and size, so an edit re-reads it)."""
     try:
@@ -234,17 +235,26 @@ def dependency_files(root: Path, path: Path) -> list:
     return sorted(seen)
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=1024)
 def _file_digest(path: Path, stamp) -> str:
     return digest(path.read_bytes())
 
 
 def example_key(root: Path, ref: str):
     """Everything an example's numbers depend on: its own code and what it imports, NumPy."""
-    module_name = ref.partition(":")[0]
+    return digest(ref, module_key(root, ref.partition(":")[0]))
+
+
+def module_key(root: Path, module_name: str):
     path = root / "content" / "examples" / f"{module_name}.py"
     files = dependency_files(root, path) if path.exists() else []
-    return digest(ref, np.__version__, *[(f.relative_to(root).as_posix(), _file_digest(f, _stamp(f))) for f in files])
+    stamps = tuple((f, _stamp(f)) for f in files)
+    return _module_key(root, stamps)
+
+
+@lru_cache(maxsize=256)
+def _module_key(root, stamps):
+    return digest(np.__version__, *[(f.relative_to(root).as_posix(), _file_digest(f, s)) for f, s in stamps])
 
 
 def _worker(args):

@@ -121,11 +121,30 @@ def _python_index(tex: str, utf16_offset: int) -> int:
     return len(tex.encode("utf-16-le")[: 2 * utf16_offset].decode("utf-16-le", "ignore"))
 
 
+def KATEX_VERSION_KEY():
+    """What the memo is keyed on: the vendored KaTeX file itself (its version and any edit)."""
+    return (KATEX_DIR / "katex.min.js").stat().st_size, (KATEX_DIR / "VERSION").read_text()
+
+
+# Successful renders, keyed on the input; the build loads and saves it with its cache
+# (keyed on the KaTeX version), so an unchanged equation is never rendered twice.
+MEMO: dict = {}
+
+
 def render_tex(tex: str, display: bool, symbol_classes: bool = False) -> str:
     """KaTeX HTML (with MathML) for ``tex``; raises TexError on bad input.
 
     symbol_classes=True trusts exactly ``\\htmlClass{sym-<digits>}{...}``, which
     site_builder.symbols inserts to mark a concept's symbols; nothing else is trusted."""
+    key = (tex, bool(display), bool(symbol_classes))
+    if key in MEMO:
+        return MEMO[key]
+    html = _render(tex, display, symbol_classes)
+    MEMO[key] = html
+    return html
+
+
+def _render(tex, display, symbol_classes):
     with _lock:
         result = json.loads(_renderer()(tex, bool(display), bool(symbol_classes)))
     if "html" in result:

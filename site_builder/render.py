@@ -21,6 +21,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
+from site_builder.cache import digest
 from site_builder.mathrender import render_tex, TexError
 from site_builder.problems import Problem
 from site_builder.resolve import resolve_snippet, resolve_function, ResolveError
@@ -56,8 +57,9 @@ def short_file(file):
 class Renderer:
     """Holds what every page shares: the index, the problems list, the math cache."""
 
-    def __init__(self, root, index, problems):
+    def __init__(self, root, index, problems, code_memo=None):
         self.root, self.index, self.problems = root, index, problems
+        self.code_memo = {} if code_memo is None else code_memo   # digest of a file -> its HTML lines
         self.math_cache = {}
         self.cited = set()          # qualnames that prose references resolved
 
@@ -110,9 +112,11 @@ class Renderer:
     def highlighted_lines(self, file):
         """The file as a list of HTML lines (index 0 is line 1)."""
         text = "\n".join(self.index.files[file])
-        out = highlight(text, PythonLexer(stripnl=False, ensurenl=False), HtmlFormatter(nowrap=True))
-        lines = out.split("\n")
-        return lines[:len(self.index.files[file])]
+        key = digest(text)
+        if key not in self.code_memo:
+            out = highlight(text, PythonLexer(stripnl=False, ensurenl=False), HtmlFormatter(nowrap=True))
+            self.code_memo[key] = out.split("\n")[:len(self.index.files[file])]
+        return self.code_memo[key]
 
     def listing(self, file, start, end, cited=None, prefix=""):
         """Lines start..end, each with its number linking to the source page; cited: line -> [links]."""
