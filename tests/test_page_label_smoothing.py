@@ -1,0 +1,116 @@
+"""The Label smoothing page: its sections, its examples against direct calls of model.ops and
+model.train_seq2seq, and the equations it derives (cited as `tests` references)."""
+import numpy as np
+import pytest
+
+from model import seq2seq as s2s
+from model import train_seq2seq as task
+from model.ops import smoothed_targets, cross_entropy_forward, cross_entropy_backward
+from model.train_seq2seq import smoothing_floor
+from site_builder.examples import load_example, fmt_number
+from tests.conftest import ROOT
+
+CONCEPTS = ["label-smoothing-targets", "label-smoothing-loss", "label-smoothing-floor"]
+HEADINGS = ["What is it?", "Why does the model need it?", "Mathematics", "What does each symbol mean?",
+            "Tiny numerical example", "Actual implementation", "Code and math connection", "Where is it used?"]
+EX = load_example(ROOT, "label_smoothing:task_cfg").__globals__
+
+
+def example(name):
+    return load_example(ROOT, f"label_smoothing:{name}")()
+
+
+@pytest.mark.parametrize("concept", CONCEPTS)
+def test_every_concept_has_every_section(site_page, concept):
+    html = site_page("label-smoothing")
+    start = html.index(f'<section class="concept" id="{concept}"')
+    section = html[start:html.index("</section>", start)]
+    for heading in HEADINGS:
+        assert heading in section, f"{concept} lacks '{heading}'"
+    assert 'class="equation"' in section and "katex" in section
+
+
+def test_page_shows_the_floor(site_page):
+    html = site_page("label-smoothing")
+    assert fmt_number(smoothing_floor(task.VOCAB, 0.1)) in html and "Note · measured" in html
+
+
+# ----------------------------------------------------------------------------- equations the page cites
+
+@pytest.mark.parametrize("V,eps", [(13, 0.1), (5, 0.3), (40, 0.05)])
+def test_q_has_two_values_and_sums_to_one(V, eps):
+    targets = np.array([[0, 3, V - 1], [2, 2, 1]])
+    q = smoothed_targets(targets, V, eps)
+    np.testing.assert_allclose(q.sum(-1), 1.0, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(np.take_along_axis(q, targets[..., None], -1), 1 - eps + eps / V, rtol=1e-15)
+    assert np.allclose(np.sort(q, -1)[..., :-1], eps / V)
+
+
+def test_smoothed_loss_is_a_mix():
+    rng = np.random.default_rng(3)
+    V, eps = 13, 0.1
+    logits, targets = rng.standard_normal((4, 9, V)) * 2, rng.integers(0, V, (4, 9))
+    loss, c = cross_entropy_forward(logits, targets, eps)
+    hard, _ = cross_entropy_forward(logits, targets, 0.0)
+    uniform = float(-np.log(c["P"]).mean())
+    assert loss == pytest.approx((1 - eps) * hard + eps * uniform, rel=1e-12)
+
+
+@pytest.mark.parametrize("V,eps", [(13, 0.1), (5, 0.3)])
+def test_floor_is_the_loss_at_p_equals_q(V, eps):
+    q = smoothed_targets(np.array([1]), V, eps)
+    at_q, c = cross_entropy_forward(np.log(q), np.array([1]), eps)
+    assert at_q == pytest.approx(smoothing_floor(V, eps), rel=1e-12)
+    assert np.abs(cross_entropy_backward(1.0, c)).max() < 1e-15
+    gap = float(np.log(q.max() / q.min()))
+    assert gap == pytest.approx(np.log(1 + (1 - eps) * V / eps), rel=1e-12)
+    for shift in (-0.3, 0.2):                       # any other logits cost more
+        z = np.log(q).copy()
+        z[0, 1] += shift
+        assert cross_entropy_forward(z, np.array([1]), eps)[0] > at_q
+
+
+# ----------------------------------------------------------------------------- examples = direct calls
+
+def test_eps_example_reads_the_config():
+    r = example("where_eps_comes_from")
+    cfg = EX["task_cfg"]()
+    assert r.data["eps"] == cfg.label_smoothing and r.data["V"] == task.VOCAB
+    from model.config import Seq2SeqConfig
+    assert r.data["default"] == Seq2SeqConfig(3, 3).label_smoothing
+
+
+def test_targets_example_equals_a_direct_call():
+    r = example("targets_of_one_pair")
+    src, lengths = task.sample_sources(1, np.random.default_rng(EX["SEED"]))
+    _, tgt_out = task.make_targets(src, lengths)
+    assert np.array_equal(r.data["tgt_out"], tgt_out[0])
+    np.testing.assert_array_equal(r.data["q"], smoothed_targets(tgt_out[0], task.VOCAB, 0.1))
+
+
+def test_loss_example_equals_a_direct_call():
+    r = example("tiny_model_loss")
+    cfg = EX["task_cfg"]()
+    src, tgt_in, tgt_out = EX["one_pair"]()
+    params = s2s.init_params(cfg, np.random.default_rng(EX["SEED"]))
+    loss, _ = s2s.loss_and_grads(params, src, tgt_in, tgt_out, cfg)
+    assert r.data["loss"] == pytest.approx(loss, rel=1e-14)
+    assert r.data["loss"] == pytest.approx((1 - r.data["eps"]) * r.data["hard"] + r.data["eps"] * r.data["uniform"], rel=1e-12)
+
+
+def test_floor_example_equals_a_direct_call():
+    r = example("floor_of_the_task")
+    assert r.data["floor"] == smoothing_floor(task.VOCAB, 0.1)
+    assert r.data["at_q"] == pytest.approx(r.data["floor"], rel=1e-12) and r.data["grad"] < 1e-15
+    assert r.data["curve"][0] == 0.0
+
+
+def test_trained_example_helper_matches_train(monkeypatch):
+    """The trained-model example with a 5-step run (the page's run is cached by the build)."""
+    mod = load_example(ROOT, "label_smoothing:trained_model").__globals__
+    monkeypatch.setitem(mod, "RUN_STEPS", 5)
+    monkeypatch.setitem(mod, "RUN_NUM_EVAL", 10)
+    r = load_example(ROOT, "label_smoothing:trained_model")()
+    direct = task.train(steps=5, seed=EX["SEED"], out=None, eval_every=5, num_eval=10, progress=False)
+    assert r.data["final"] == direct["final_loss"] and r.data["floor"] == direct["loss_floor"]
+    assert r.data["held_loss"] > r.data["floor"] and len(r.data["p_right"]) > 0
