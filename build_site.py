@@ -41,6 +41,14 @@ def main(argv=None):
     if args.clean:
         import shutil
         shutil.rmtree(args.cache_dir, ignore_errors=True)
+    from site_builder import fingerprint
+    use_cache = not args.no_cache and not args.retrain
+    if use_cache:
+        key = fingerprint.fingerprint(ROOT, dict(command=args.command, out=str(args.out.resolve())))
+        previous = fingerprint.up_to_date(args.cache_dir, args.out, key)
+        if previous:
+            print(f"up to date: nothing changed since the last build ({previous})")
+            return 0
     try:
         from site_builder.build import build
         result = build(ROOT, args.out, strict=args.command == "check", cache_dir=args.cache_dir,
@@ -59,6 +67,8 @@ def main(argv=None):
             raise
         print(f"internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)", file=sys.stderr)
         return 1
+    if use_cache:
+        fingerprint.record(args.cache_dir, args.out, key, result.summary())
     if args.command == "check":
         for w in result.warnings:
             print(f"warning: {w}", file=sys.stderr)

@@ -70,6 +70,16 @@ def static_files(root: Path):
     return files
 
 
+def train_once(root: Path, refs):
+    """Examples that read the training run wait for it to be trained once, here, rather
+    than training it in every worker process at the same time."""
+    from site_builder.examples import dependency_files
+    run_file = root / "site_builder" / "training_run.py"
+    modules = {ref.partition(":")[0] for ref in refs}
+    if any(run_file in dependency_files(root, root / "content" / "examples" / f"{m}.py") for m in modules):
+        training_run.trained_run(root)
+
+
 def example_requests(content):
     """Every example the pages run, as (ref, content file, line)."""
     return [(e["run"], page.file, e.line_of("run"))
@@ -128,7 +138,8 @@ def gather(root: Path, problems: list, cache=None, jobs=1, memos=None):
     site_info = dict(repo_url=str(content.site.get("repo_url", "")).rstrip("/"),
                      branch=content.site.get("branch", "main"), commit=commit, config=cfg)
     renderer = Renderer(root, index, problems, memos.code if memos else None)
-    results = run_examples(root, example_requests(content), problems, cache, jobs)
+    results = run_examples(root, example_requests(content), problems, cache, jobs,
+                           prepare=lambda refs: train_once(root, refs))
     model = PageBuilder(root, content, index, renderer, shapes, problems, site_info, cache, results).build()
     model.documented |= renderer.cited
     return content, index, renderer, model, site_info

@@ -264,12 +264,12 @@ def _worker(args):
     return ref, _run(root, ref, file, line, problems), problems
 
 
-def run_examples(root: Path, requests, problems: list, cache=None, jobs=1):
+def run_examples(root: Path, requests, problems: list, cache=None, jobs=1, prepare=None):
     """requests: (ref, content file, line). Returns {ref: (result or None, from_cache)}.
 
     Cache hits are read first; the misses run in `jobs` worker processes (fork, so each
-    starts with the builder already imported). Examples that read the training run wait for
-    it to be trained once, here, rather than training it in every worker at the same time."""
+    starts with the builder already imported). prepare(refs) runs first, in this process,
+    with the refs about to run: shared work they need (the training run) is done once there."""
     out, misses = {}, []
     for ref, file, line in dict(((r, (r, f, l)) for r, f, l in requests)).values():
         key = example_key(root, ref)
@@ -280,11 +280,8 @@ def run_examples(root: Path, requests, problems: list, cache=None, jobs=1):
             misses.append((ref, file, line, key))
     if not misses:
         return out
-    training = root / "site_builder" / "training_run.py"
-    if any(training in dependency_files(root, root / "content" / "examples" / f"{ref.partition(':')[0]}.py")
-           for ref, *_ in misses):
-        from site_builder.training_run import trained_run
-        trained_run(root)
+    if prepare is not None:
+        prepare([ref for ref, *_ in misses])
     args = [(root, ref, file, line) for ref, file, line, _ in misses]
     if jobs > 1 and len(args) > 1:
         import multiprocessing

@@ -1,0 +1,115 @@
+"""The build cache reruns exactly what a change touches, and examples run in parallel give the
+same bytes as examples run one by one. On a small repository in a temporary folder with its own
+copy of model/ (so edits never touch the real one) and two example modules that import
+different parts of the model."""
+import shutil
+
+import pytest
+
+from site_builder.build import build
+from site_builder.cache import BuildCache
+from site_builder.examples import example_key
+from tests.conftest import ROOT
+from tests.test_build_errors import SITE
+
+PAGE = """---
+title: Mini
+sections:
+  - id: mini
+    title: Relative error
+    function: model.gradcheck.rel_error
+    what: How far apart two gradients are.
+    why: Tests compare gradients by norm.
+    math:
+      - eq: rel
+        name: Relative error
+        tex: e = \\frac{\\|a - n\\|}{\\|a\\| + \\|n\\|}
+        refs:
+          - {role: computes, function: model.gradcheck.rel_error, snippet: "return float("}
+    examples:
+      - {title: One comparison, run: "grad:compare"}
+      - {title: A second comparison, run: "grad:compare_twice"}
+      - {title: A schedule, run: "sched:schedule"}
+---
+Body.
+"""
+GRAD = """import numpy as np
+from model.gradcheck import rel_error
+from site_builder.examples import ExampleResult, table
+
+
+def compare():
+    return ExampleResult([table(["error"], [[rel_error(np.ones(3), np.arange(3.0))]])], "hand-picked")
+
+
+def compare_twice():
+    return ExampleResult([table(["error"], [[2 * rel_error(np.ones(3), np.arange(3.0))]])], "hand-picked")
+"""
+SCHED = """from model.optim import noam_lr
+from site_builder.examples import ExampleResult, table
+
+
+def schedule():
+    return ExampleResult([table(["t", "lr"], [[t, noam_lr(t, 512)] for t in (1, 10, 100)])], "noam_lr")
+"""
+
+
+@pytest.fixture
+def mini(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    shutil.copytree(ROOT / "model", root / "model", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("templates", "static", "data", "tests", "site_builder"):
+        (root / name).symlink_to(ROOT / name)
+    (root / "content" / "pages").mkdir(parents=True)
+    (root / "content" / "examples").mkdir()
+    (root / "content" / "site.yaml").write_text(SITE)
+    (root / "content" / "pages" / "mini.md").write_text(PAGE)
+    (root / "content" / "examples" / "grad.py").write_text(GRAD)
+    (root / "content" / "examples" / "sched.py").write_text(SCHED)
+    return root
+
+
+def counts(root, cache_dir, jobs=1):
+    result = build(root, root / "site", strict=False, cache_dir=cache_dir, jobs=jobs)
+    return result.examples_run, result.examples_cached
+
+
+def touch(path, line="# an edit\n"):
+    path.write_text(path.read_text() + line)
+
+
+def test_editing_a_model_file_reruns_exactly_the_examples_that_import_it(mini, tmp_path):
+    cache = tmp_path / "cache"
+    assert counts(mini, cache) == (3, 0)
+    assert counts(mini, cache) == (0, 3)
+    touch(mini / "model" / "optim.py")                 # only sched imports it
+    assert counts(mini, cache) == (1, 2)
+    touch(mini / "model" / "gradcheck.py")             # both grad examples import it
+    assert counts(mini, cache) == (2, 1)
+    touch(mini / "content" / "pages" / "mini.md", "More body.\n")    # content is not an example input
+    touch(mini / "model" / "generate.py")              # no example imports it
+    assert counts(mini, cache) == (0, 3)
+
+
+def test_example_keys_follow_imports_transitively(mini):
+    before = {ref: example_key(mini, ref) for ref in ("grad:compare", "sched:schedule")}
+    touch(mini / "model" / "__init__.py")              # every model import runs it
+    after = {ref: example_key(mini, ref) for ref in before}
+    assert all(before[r] != after[r] for r in before)
+    touch(mini / "model" / "config.py")                # optim does not import config; gradcheck neither
+    assert {ref: example_key(mini, ref) for ref in before} == after
+
+
+def test_parallel_and_serial_builds_are_byte_identical(mini, tmp_path):
+    build(mini, tmp_path / "serial", use_cache=False, jobs=1)
+    build(mini, tmp_path / "parallel", use_cache=False, jobs=2)
+    files = lambda d: {p.relative_to(d).as_posix(): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+    assert files(tmp_path / "serial") == files(tmp_path / "parallel")
+
+
+def test_a_corrupt_cache_entry_is_a_miss(tmp_path):
+    cache = BuildCache(tmp_path)
+    cache.put("examples", "ab" * 32, {"x": 1})
+    cache.path("examples", "ab" * 32).write_bytes(b"not a pickle")
+    assert cache.get("examples", "ab" * 32) is None
