@@ -47,7 +47,11 @@ def main(argv=None):
         key = fingerprint.fingerprint(ROOT, dict(command=args.command, out=str(args.out.resolve())))
         previous = fingerprint.up_to_date(args.cache_dir, args.out, key)
         if previous:
-            print(f"up to date: nothing changed since the last build ({previous})")
+            summary, warnings = previous
+            if args.command == "check":
+                for w in warnings:
+                    print(f"warning: {w}", file=sys.stderr)
+            print(f"up to date: nothing changed since the last build ({summary})")
             return 0
     try:
         from site_builder.build import build
@@ -68,7 +72,7 @@ def main(argv=None):
         print(f"internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)", file=sys.stderr)
         return 1
     if use_cache:
-        fingerprint.record(args.cache_dir, args.out, key, result.summary())
+        fingerprint.record(args.cache_dir, args.out, key, result.summary(), result.warnings)
     if args.command == "check":
         for w in result.warnings:
             print(f"warning: {w}", file=sys.stderr)

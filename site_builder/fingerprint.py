@@ -56,17 +56,19 @@ def stamp_path(cache_dir: Path, out: Path) -> Path:
 
 
 def up_to_date(cache_dir: Path, out: Path, key: str):
-    """The summary of the last build if nothing changed since, else None."""
+    """(summary, warnings) of the last build if nothing changed since, else None."""
     try:
         stored = json.loads(stamp_path(cache_dir, out).read_text())
     except (OSError, ValueError):
         return None
-    return stored.get("summary") if stored.get("key") == key and Path(out).is_dir() else None
+    if stored.get("key") != key or not Path(out).is_dir():
+        return None
+    return stored.get("summary", ""), stored.get("warnings", [])
 
 
-def record(cache_dir: Path, out: Path, key: str, summary: str):
+def record(cache_dir: Path, out: Path, key: str, summary: str, warnings=()):
     path = stamp_path(cache_dir, out)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"key": key, "summary": summary}))
+    tmp.write_text(json.dumps({"key": key, "summary": summary, "warnings": [str(w) for w in warnings]}))
     tmp.replace(path)

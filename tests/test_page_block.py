@@ -124,3 +124,17 @@ def test_source_pages_have_line_anchors_and_marks(built_site):
     assert f'id="L{n}"' in html and 'id="L1"' in html
     assert re.search(r'<tr id="L\d+" class="cited">', html)
     assert "block.html#ffn-forward--relu" in html
+
+
+def test_block_forward_is_its_six_statements():
+    from model.attention import attention_forward
+    from model.ops import layer_norm_forward
+    mod = block_examples()
+    params, X, cfg = mod.tiny_params(), mod.X_HAND.copy(), mod.TINY
+    Y, _ = block_forward(X, params, 0, cfg)
+    Xn = layer_norm_forward(X, params["b0.ln1_g"], params["b0.ln1_b"], cfg.ln_eps)[0]
+    att = attention_forward(Xn, params, "b0.", cfg)[0]
+    X1 = X + att
+    Xn2 = layer_norm_forward(X1, params["b0.ln2_g"], params["b0.ln2_b"], cfg.ln_eps)[0]
+    ff = ffn_forward(Xn2, params, "b0.")[0]
+    np.testing.assert_array_equal(Y, X1 + ff)
