@@ -1,0 +1,314 @@
+"""Wall-clock time of the site build, cold and incremental, against a Sphinx build of `model/`.
+
+    python benchmarks/build_speed.py                  # 5 runs per case (3 for the cold build)
+    python benchmarks/build_speed.py --runs 3 --skip-sphinx
+
+What it measures. Every case times the whole command, interpreter start included
+(`subprocess.run([sys.executable, "build_site.py", "--out", ...])` between two
+`time.perf_counter()` calls), and reports the median, min and max over its runs:
+
+  cold build      a fresh --cache-dir and a fresh output folder every run: every example
+                  and the training run the site shows are computed again
+  no-op rebuild   the same command again, nothing changed
+  content edit    one sentence appended to the Markdown body of content/pages/block.md
+                  (a different sentence every run, so every run really changes the file)
+  model edit      one comment line appended to model/ops.py (different every run). The
+                  training run is cached on the syntax tree of model/*.py, so a comment does
+                  not retrain it; the examples are cached on file bytes, so the examples that
+                  import ops.py run again. That is expected.
+
+How. The script never builds in the checkout it lives in: it copies the files git tracks
+(`git -C ROOT ls-files`; with --with-untracked also untracked files that .gitignore does not
+exclude; benchmarks/sphinx/ always) into a temporary folder, builds there, and deletes the
+folder at the end (--keep keeps it). Each run's own summary line (the last line the build prints) is shown as it
+finishes. A build that fails stops the benchmark: timing a failed build measures nothing.
+
+Sphinx. In the same temporary copy, Sphinx builds the same `model/` package with autodoc,
+viewcode and MathJax (benchmarks/sphinx/: conf.py, and index.rst with one automodule per
+module, :members: and :undoc-members:) as `python -m sphinx -b html -q -E` into a fresh
+output folder per run (cold), then without -E into the last one (no-op, for reference). The
+two tools take turns run by run (cold builds, then no-op rebuilds, before any edit), so
+both see the same load; the ratio ours/Sphinx compares their medians. Sphinx is a
+benchmark-only extra (`pip install -e ".[bench]"`); if it is not importable, that part is
+skipped.
+
+Every subprocess (both tools) runs with OPENBLAS_NUM_THREADS=1. The machine may be shared:
+the load average is printed before and after, and the spread (min, max) says how noisy the
+runs were.
+"""
+import argparse
+import importlib.util
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SPHINX_DIR = Path("benchmarks") / "sphinx"
+CONTENT_FILE = Path("content") / "pages" / "block.md"
+MODEL_FILE = Path("model") / "ops.py"
+GOAL_NOOP_S = 0.3
+GOAL_CONTENT_S = 0.5
+
+
+def subprocess_env():
+    """The environment of every timed command: one BLAS thread, for both tools."""
+    return dict(os.environ, OPENBLAS_NUM_THREADS="1")
+
+
+def tracked_files(root: Path, with_untracked: bool):
+    """Paths (relative to root) that git tracks; optionally untracked, not ignored, ones too."""
+    cmd = ["git", "-C", str(root), "ls-files", "-z", "--cached"]
+    if with_untracked:
+        cmd += ["--others", "--exclude-standard"]
+    out = subprocess.run(cmd, capture_output=True, check=True).stdout
+    return sorted({Path(p.decode()) for p in out.split(b"\0") if p})
+
+
+def copy_repository(root: Path, dest: Path, with_untracked: bool):
+    """Copy the repository's files into dest (files deleted in the checkout are skipped)."""
+    count = 0
+    for rel in tracked_files(root, with_untracked):
+        src = root / rel
+        if not src.is_file():
+            continue
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dest / rel)
+        count += 1
+    if not (dest / SPHINX_DIR).is_dir() and (root / SPHINX_DIR).is_dir():
+        shutil.copytree(root / SPHINX_DIR, dest / SPHINX_DIR)  # this benchmark's own config, tracked or not
+    return count
+
+
+def timed(cmd, cwd: Path):
+    """(seconds, completed process) for one command, interpreter start included."""
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=subprocess_env(), capture_output=True, text=True)
+    return time.perf_counter() - start, proc
+
+
+def last_line(text: str):
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def run_build(work: Path, out: Path, cache: Path):
+    """Seconds and summary line of one `build_site.py` run; exits if the build fails."""
+    seconds, proc = timed([sys.executable, "build_site.py", "--out", str(out), "--cache-dir", str(cache)], work)
+    if proc.returncode != 0:
+        sys.stdout.write(proc.stdout)
+        sys.stderr.write(proc.stderr[-4000:])
+        sys.exit(f"the build failed (exit {proc.returncode}): nothing to time")
+    return seconds, last_line(proc.stdout)
+
+
+def append_text(path: Path, text: str):
+    """Append text to a file, on a line of its own."""
+    body = path.read_text(encoding="utf-8")
+    path.write_text(body + ("" if body.endswith("\n") else "\n") + text, encoding="utf-8")
+
+
+def edit_content(work: Path, i: int):
+    append_text(work / CONTENT_FILE, f"\nBenchmark sentence number {i}, added to change the page.\n")
+
+
+def edit_model(work: Path, i: int):
+    append_text(work / MODEL_FILE, f"# benchmark comment number {i}\n")
+
+
+def measure(steps: dict, runs: int):
+    """{name: [seconds]}: for i in 0..runs-1, call every step(i) in turn (so cases measured
+    together take turns and share the machine's noise). A step returns (seconds, summary)."""
+    times = {name: [] for name in steps}
+    for i in range(runs):
+        for name, step in steps.items():
+            seconds, summary = step(i)
+            times[name].append(seconds)
+            print(f"  {name} {i + 1}/{runs}: {seconds:.2f} s | {summary}", flush=True)
+    return times
+
+
+def site_steps(work: Path, scratch: Path):
+    """The four cases as {name: step(i)}, in the order they must run: all share one output
+    folder and cache, so the no-op and the edits start from the last cold build."""
+    out, cache = scratch / "site", scratch / "cache"
+
+    def cold(i):
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.rmtree(cache, ignore_errors=True)
+        return run_build(work, out, cache)
+
+    def noop(i):
+        return run_build(work, out, cache)
+
+    def content(i):
+        edit_content(work, i)
+        return run_build(work, out, cache)
+
+    def model(i):
+        edit_model(work, i)
+        return run_build(work, out, cache)
+
+    return {"cold build": cold, "no-op rebuild": noop,
+            f"edit {CONTENT_FILE.as_posix()}": content, f"edit {MODEL_FILE.as_posix()}": model}
+
+
+def sphinx_available():
+    return importlib.util.find_spec("sphinx") is not None
+
+
+def sphinx_version():
+    proc = subprocess.run([sys.executable, "-m", "sphinx", "--version"], capture_output=True, text=True)
+    return last_line(proc.stdout or proc.stderr)
+
+
+def missing_automodules(work: Path):
+    """Modules of model/ that benchmarks/sphinx/index.rst does not document (should be none)."""
+    index = (work / SPHINX_DIR / "index.rst").read_text(encoding="utf-8")
+    modules = sorted(p.stem for p in (work / "model").glob("*.py") if p.stem != "__init__")
+    return [m for m in modules if f".. automodule:: model.{m}\n" not in index]
+
+
+def run_sphinx(work: Path, out: Path, fresh: bool):
+    """Seconds and a one-line note (warning count) for one Sphinx build; exits if it fails."""
+    cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-q"] + (["-E"] if fresh else [])
+    seconds, proc = timed(cmd + [str(SPHINX_DIR), str(out)], work)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stderr[-4000:])
+        sys.exit(f"the Sphinx build failed (exit {proc.returncode})")
+    warnings = sum(1 for line in proc.stderr.splitlines() if "WARNING" in line or "ERROR" in line)
+    return seconds, f"{warnings} docstring warning(s)/error(s) from Sphinx"
+
+
+def sphinx_steps(work: Path, scratch: Path):
+    """{name: step(i)}: cold (-E, fresh output folder), then no-op (the last output again)."""
+    out = scratch / "sphinx"
+
+    def cold(i):
+        shutil.rmtree(out, ignore_errors=True)
+        return run_sphinx(work, out, fresh=True)
+
+    def noop(i):
+        return run_sphinx(work, out, fresh=False)
+
+    return {"Sphinx cold build": cold, "Sphinx no-op rebuild": noop}
+
+
+def run_all(work: Path, scratch: Path, runs: int, cold_runs: int, with_sphinx: bool):
+    """(site results, Sphinx results or None), each {case: [seconds]}. The two tools take
+    turns run by run, cold builds first, then no-op rebuilds (before any edit, so Sphinx's
+    no-op has nothing to reread either); then the site's two edit cases, one after the other."""
+    site = site_steps(work, scratch)
+    sphinx = sphinx_steps(work, scratch) if with_sphinx else {}
+    results = {}
+    for case, n in (("cold build", cold_runs), ("no-op rebuild", runs)):
+        pair = {case: site.pop(case)}
+        if sphinx:
+            pair[f"Sphinx {case}"] = sphinx.pop(f"Sphinx {case}")
+        results.update(measure(pair, n))
+    for name, step in site.items():  # the edits: each case starts from the state the last one left
+        results.update(measure({name: step}, runs))
+    site_results = {k: v for k, v in results.items() if not k.startswith("Sphinx")}
+    sphinx_results = {k: v for k, v in results.items() if k.startswith("Sphinx")}
+    return site_results, (sphinx_results or None)
+
+
+def table(results):
+    rows = ["| case | median s | min | max | runs |", "|---|---:|---:|---:|---:|"]
+    for name, times in results.items():
+        rows.append(f"| {name} | {statistics.median(times):.2f} | {min(times):.2f} | {max(times):.2f} | {len(times)} |")
+    return "\n".join(rows)
+
+
+def goal(text, value, limit, limit_name="goal"):
+    """One goal as a markdown list item: met when the median value <= limit (seconds)."""
+    return f"- {text}: {'met' if value <= limit else 'not met'} (median {value:.2f} s; {limit_name} {limit:.2f} s)"
+
+
+def goal_lines(site, sphinx):
+    """One line per goal, with the medians it was judged on."""
+    med = {name: statistics.median(times) for name, times in site.items()}
+    if sphinx:
+        cold = goal("cold build no slower than Sphinx's cold autodoc build", med["cold build"],
+                    statistics.median(sphinx["Sphinx cold build"]), "Sphinx")
+    else:
+        cold = "- cold build no slower than Sphinx's cold autodoc build: not measured (Sphinx skipped)"
+    return "\n".join([
+        cold,
+        goal(f"no-op rebuild within {GOAL_NOOP_S} s", med["no-op rebuild"], GOAL_NOOP_S),
+        goal(f"one content file within {GOAL_CONTENT_S} s", med[f"edit {CONTENT_FILE.as_posix()}"], GOAL_CONTENT_S),
+    ])
+
+
+def sphinx_comparison(site, sphinx):
+    cold = statistics.median(site["cold build"])
+    noop = statistics.median(site["no-op rebuild"])
+    s_cold = statistics.median(sphinx["Sphinx cold build"])
+    s_noop = statistics.median(sphinx["Sphinx no-op rebuild"])
+    return (f"Sphinx ({sphinx_version()}, autodoc + viewcode + mathjax, `-b html -q -E`, fresh output folder):\n"
+            f"- cold: ours {cold:.2f} s / Sphinx {s_cold:.2f} s = **{cold / s_cold:.2f}x**\n"
+            f"- no-op (for reference): ours {noop:.2f} s / Sphinx {s_noop:.2f} s = {noop / s_noop:.2f}x")
+
+
+def load_average():
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=5, help="runs per case (default 5)")
+    parser.add_argument("--cold-runs", type=int, default=None, help="runs of the cold builds (default min(3, --runs))")
+    parser.add_argument("--skip-sphinx", action="store_true", help="do not time Sphinx")
+    parser.add_argument("--with-untracked", action="store_true",
+                        help="copy untracked files that .gitignore does not exclude too (default: tracked files only)")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary copy and print where it is")
+    args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    args.cold_runs = args.cold_runs or min(3, args.runs)
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    scratch = Path(tempfile.mkdtemp(prefix="build-speed-"))
+    work = scratch / "repo"
+    try:
+        n = copy_repository(ROOT, work, args.with_untracked)
+        print(f"# Build speed\n\nCopied {n} {'tracked and untracked' if args.with_untracked else 'tracked'} "
+              f"files of {ROOT} into {work}.")
+        print(f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores; "
+              f"every subprocess runs with OPENBLAS_NUM_THREADS=1.")
+        print(f"Load average (1, 5, 15 min) before: {load_average()}\n", flush=True)
+        with_sphinx = not args.skip_sphinx and sphinx_available()
+        if args.skip_sphinx:
+            print("Sphinx: skipped (--skip-sphinx).")
+        elif not with_sphinx:
+            print('Sphinx: not importable, skipped (pip install -e ".[bench]" to compare).')
+        elif missing_automodules(work):
+            print(f"note: benchmarks/sphinx/index.rst has no automodule for "
+                  f"model.{', model.'.join(missing_automodules(work))}")
+        site, sphinx = run_all(work, scratch, args.runs, args.cold_runs, with_sphinx)
+        print(f"\nLoad average (1, 5, 15 min) after: {load_average()}\n")
+        print(table({**site, **(sphinx or {})}))
+        if sphinx:
+            print("\n" + sphinx_comparison(site, sphinx))
+        print("\nGoals:\n" + goal_lines(site, sphinx))
+    finally:
+        if args.keep:
+            print(f"\nkept {scratch}")
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
