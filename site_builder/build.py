@@ -205,9 +205,9 @@ def search_index(folder: Path, problems: list, cache=None):
     """Pagefind indexes the written pages (site_builder/search.py). A missing binary is a
     warning (the site works, its search box does not); a failing one fails the build.
     The index is cached on the pages' bytes: unchanged pages are not indexed again."""
-    from site_builder.search import index_site, SearchUnavailable, SearchIndexError, BUNDLE
+    from site_builder.search import index_site, SearchUnavailable, SearchIndexError, BUNDLE, options_key
     pages = sorted(p for p in folder.rglob("*.html"))
-    key = digest(*[(p.relative_to(folder).as_posix(), p.read_bytes()) for p in pages])
+    key = digest(options_key(), *[(p.relative_to(folder).as_posix(), p.read_bytes()) for p in pages])
     bundle = cache.get("search", key) if cache else None
     if bundle is not None:
         for rel, data in bundle.items():

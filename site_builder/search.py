@@ -17,12 +17,15 @@ What gets indexed (the templates decide, with Pagefind's data attributes):
   (static/js/search.js) links to the sub-result with the most weighted hits, and a concept's
   "What is it?" heading to the concept itself.
 - `data-pagefind-meta="kind:..."` labels each result as a concept page or a source file.
-- A function name is also a Pagefind *filter* (`function`) on the concept documenting it, with
-  a meta `fn-<name>: <concept id>`: the search box asks for that filter when the query looks
-  like a function name and lists those concepts first, linked to the concept itself. Ranking
-  alone cannot promise that: a long concept page that documents `layer_norm_backward` scores
-  below a short test file that calls it ten times, and the block page, which calls it twice
-  and cites it often, may outscore it too. Source listings get weight 0.3 for the same reason.
+- A concept's page carries the meta `fn-<name>: <concept id>` for the function it documents.
+  When the query looks like a function name, the search box lists the results holding that
+  meta first, linked to the concept itself. Ranking alone would not promise it: Pagefind
+  favours short pages, so a test file that calls `layer_norm_backward` ten times outscored the
+  long page documenting it, and the block page, which calls it and cites it often, can come
+  close. Hence also the weights: 10 on the function name, 0.3 on source listings.
+- No `data-pagefind-filter`: Pagefind writes its filter files in hash-map order, which changes
+  from run to run, and that would break the byte-identical builds. Without filters two runs
+  give identical bundles.
 - Math is not indexed (`--exclude-selectors .katex`): KaTeX's MathML holds the raw TeX and its
   HTML is glyph soup, both useless in a result and ugly in an excerpt.
 
@@ -73,6 +76,16 @@ def pagefind_executable() -> Path:
         return Path(pagefind_bin.get_executable())
     except (FileNotFoundError, OSError) as e:
         raise SearchUnavailable(f"the search index was not built: {e}") from e
+
+
+def options_key():
+    """What, besides the pages, decides the bundle: for a build cache's key."""
+    try:
+        from importlib.metadata import version
+        pagefind = version("pagefind_bin")
+    except Exception:
+        pagefind = "unknown"
+    return ("pagefind", pagefind, BUNDLE, EXCLUDE, UNUSED)
 
 
 def index_site(folder: Path) -> Path:

@@ -60,31 +60,27 @@
     try {
       pf = await pagefind();
     } catch (e) {
-      show("Search works when the site is served: python build_site.py serve");
+      show(location.protocol === "file:"
+        ? "Search works when the site is served: python build_site.py serve"
+        : "Search is unavailable: this build has no search index (pagefind)");
       return;
     }
-    // A query that is a function name (`layer_norm_backward`, `model.ops.layer_norm_backward`)
-    // first lists the concepts documenting that function: each concept's name carries the
-    // Pagefind filter "function" and the meta "fn-<name>: <concept id>" (partials/concept.html).
-    const name = /^[A-Za-z_][\w.]*$/.test(query) ? query.split(".").pop() : null;
-    const [search, named] = await Promise.all([
-      pf.search(query),
-      name ? pf.search(null, { filters: { function: name } }) : null,
-    ]);
+    const search = await pf.search(query);
     if (ticket !== latest) return;            // a newer query is on its way
-    const concepts = named ? await Promise.all(named.results.map((r) => r.data())) : [];
-    const seen = new Set(concepts.map((d) => d.url));
-    const rest = await Promise.all(search.results.slice(0, 8).map((r) => r.data()));
+    const top = await Promise.all(search.results.slice(0, 20).map((r) => r.data()));
     if (ticket !== latest) return;
+    // A query that is a function name (`layer_norm_backward`, `model.ops.layer_norm_backward`)
+    // lists first the concepts documenting that function, linked to the concept itself: their
+    // page carries the meta "fn-<name>: <concept id>" (partials/concept.html), and the name's
+    // weight of 10 keeps that page among the first results.
+    const name = /^[A-Za-z_][\w.]*$/.test(query) ? query.split(".").pop() : null;
+    const documents = (d) => name && d.meta["fn-" + name];
     const found = [
-      ...concepts.map((d) => {
-        const id = d.meta["fn-" + name];
-        return item(d, id ? `${d.url.split("#")[0]}#${id}` : null, `Documents ${name}`);
-      }),
-      ...rest.filter((d) => !seen.has(d.url)).map((d) => item(d)),
+      ...top.filter(documents).map((d) => item(d, `${d.url.split("#")[0]}#${documents(d)}`, `Documents ${name}`)),
+      ...top.filter((d) => !documents(d)).map((d) => item(d)),
     ].slice(0, 8);
     list.replaceChildren(...found);
-    const total = search.results.length + concepts.filter((d) => !search.results.some((r) => r.url === d.url)).length;
+    const total = search.results.length;
     show(found.length ? `${total} page${total === 1 ? "" : "s"} match` : "No match");
     panel.dataset.query = query;                // tells tests (and styles) which query is shown
   }
@@ -162,8 +158,8 @@
     const links = [...list.querySelectorAll("a")];
     const at = links.indexOf(document.activeElement);
     if (event.key === "Escape") {
+      input.focus();                            // (focusing reopens a non-empty list: close after)
       panel.hidden = true;
-      input.focus();
     } else if (event.key === "ArrowDown" && links.length) {
       event.preventDefault();
       links[Math.min(at + 1, links.length - 1)].focus();

@@ -44,7 +44,7 @@
   function scrollables() {
     for (const box of document.querySelectorAll(".scroll")) {
       if (box.matches(".listing")) continue;      // listings are focusable regions already
-      const wide = box.scrollWidth > box.clientWidth + 1;
+      const wide = box.scrollWidth > box.clientWidth;
       if (wide && !box.hasAttribute("tabindex")) {
         box.tabIndex = 0;
         box.setAttribute("role", "group");

@@ -25,4 +25,15 @@
     show();
   });
   system.addEventListener("change", show);
+
+  // Paper is white: print in the light theme whatever the screen shows, then switch back.
+  let before = null;
+  window.addEventListener("beforeprint", () => {
+    before = root.dataset.theme || null;
+    root.dataset.theme = "light";
+  });
+  window.addEventListener("afterprint", () => {
+    if (before) root.dataset.theme = before;
+    else delete root.dataset.theme;
+  });
 })();

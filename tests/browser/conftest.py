@@ -1,0 +1,99 @@
+"""Browser tests: pytest-playwright driving Debian's Chromium (/usr/bin/chromium), never a
+browser Playwright downloads itself.
+
+The site is the session's one build (`built_site` of tests/conftest.py), served over HTTP on
+127.0.0.1 by the standard library's server. Not `site_builder.serve`: that server injects its
+live-reload script, whose long-poll a navigating page cancels, and a cancelled request is what
+these tests look for. One browser serves the whole session (pytest-playwright's `browser`).
+
+Where Chromium (or Playwright) is missing, every test here is skipped with the reason; under
+CI=true it fails instead, so CI cannot pass without having run them.
+"""
+import functools
+import importlib.util
+import os
+import re
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+HERE = Path(__file__).resolve().parent
+
+
+def unavailable():
+    """Why the browser tests cannot run here, or None."""
+    for module, package in (("playwright", "playwright"), ("pytest_playwright", "pytest-playwright"),
+                            ("axe_playwright_python", "axe-playwright-python")):
+        if importlib.util.find_spec(module) is None:
+            return f"{package} is not installed (pip install -e '.[test]')"
+    if not os.access(CHROMIUM, os.X_OK):
+        return f"{CHROMIUM} is missing (Debian: apt-get install -y chromium)"
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    # Before any fixture: a missing plugin would otherwise be a "fixture not found" error.
+    if HERE not in Path(str(item.fspath)).resolve().parents:
+        return
+    reason = unavailable()
+    if reason:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"browser tests cannot run under CI=true: {reason}", pytrace=False)
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    """pytest-playwright's launch options, pointed at Debian's Chromium."""
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
+
+
+class QuietHandler(SimpleHTTPRequestHandler):
+    extensions_map = {**SimpleHTTPRequestHandler.extensions_map, ".js": "text/javascript",
+                      ".wasm": "application/wasm"}
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="session")
+def site_url(built_site):
+    """http://127.0.0.1:<port>/ serving the session's build."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(built_site)))
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs=dict(poll_interval=0.1), daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def site_pages(built_site):
+    """Every HTML page of the build, as paths relative to the site root, index first."""
+    pages = sorted(p.relative_to(built_site).as_posix() for p in built_site.rglob("*.html"))
+    return sorted(pages, key=lambda p: (p != "index.html", p.startswith("source/"), p))
+
+
+@pytest.fixture(scope="session")
+def pages_with(built_site, site_pages):
+    """pages_with('class="stepper"') -> the pages whose HTML contains that text."""
+    def find(needle):
+        return [p for p in site_pages if needle in (built_site / p).read_text(encoding="utf-8")]
+    return find
+
+
+def concept_of(built_site, function):
+    """(page, concept id) of the concept documenting `function` (a qualname), or None."""
+    pattern = re.compile(r'<section class="concept" id="([^"]+)" data-function="' + re.escape(function) + '"')
+    for path in sorted(built_site.glob("*.html")):
+        m = pattern.search(path.read_text(encoding="utf-8"))
+        if m:
+            return path.name, m.group(1)
+    return None

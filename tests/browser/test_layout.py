@@ -1,0 +1,129 @@
+"""Themes, layout from phone to wide screen, print, and the small comforts (copy buttons,
+keyboard shortcuts). Screenshots of the block page, light and dark, desktop and phone, go to
+the test output folder (pytest-playwright's --output, test-results/ by default)."""
+import os
+
+import pytest
+
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1440, "height": 900}
+
+
+def no_sideways_scroll(page):
+    return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("size", ["desktop", "phone"])
+def test_screenshots(browser, site_url, output_path, scheme, size):
+    viewport = PHONE if size == "phone" else DESKTOP
+    context = browser.new_context(viewport=viewport, color_scheme=scheme, device_scale_factor=1)
+    page = context.new_page()
+    page.goto(site_url + "block.html#block-forward--example")
+    page.evaluate("document.fonts.ready.then(() => true)")
+    bg = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert (bg == "rgb(22, 24, 28)") == (scheme == "dark"), bg      # --bg of each theme
+    assert no_sideways_scroll(page), "the page itself never scrolls sideways; wide parts scroll in their box"
+    os.makedirs(output_path, exist_ok=True)
+    page.screenshot(path=os.path.join(output_path, f"block-{size}-{scheme}.png"))
+    page.goto(site_url + "block.html#block-backward--flow")
+    page.screenshot(path=os.path.join(output_path, f"block-flow-{size}-{scheme}.png"))
+    context.close()
+
+
+def test_theme_toggle_is_remembered(page, site_url):
+    page.emulate_media(color_scheme="light")
+    page.goto(site_url + "block.html")
+    toggle = page.locator(".theme-toggle")
+    assert toggle.is_visible() and toggle.get_attribute("aria-pressed") == "false"
+    toggle.click()
+    assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+    assert toggle.get_attribute("aria-pressed") == "true"
+    page.goto(site_url + "index.html")            # the next page starts dark (the inline script)
+    assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+    assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(22, 24, 28)"
+    page.locator(".theme-toggle").click()
+    page.reload()
+    assert page.evaluate("document.documentElement.dataset.theme") == "light"
+
+
+def test_the_system_theme_applies_until_a_choice(browser, site_url):
+    context = browser.new_context(color_scheme="dark")
+    page = context.new_page()
+    page.goto(site_url + "index.html")
+    assert page.evaluate("document.documentElement.dataset.theme") is None
+    assert page.locator(".theme-toggle").get_attribute("aria-pressed") == "true"
+    assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(22, 24, 28)"
+    context.close()
+
+
+def test_phone_layout_menu_and_wide_parts(browser, site_url):
+    context = browser.new_context(viewport=PHONE)
+    page = context.new_page()
+    page.goto(site_url + "block.html")
+    sidebar, menu = page.locator("#sidebar"), page.locator(".nav-toggle")
+    assert menu.is_visible() and sidebar.is_hidden()
+    menu.click()
+    assert sidebar.is_visible() and menu.get_attribute("aria-expanded") == "true"
+    menu.click()
+    assert sidebar.is_hidden()
+    assert page.locator("#search-input").is_visible()
+    # wide equations and tables scroll in their own box, which then takes keyboard focus
+    wide = page.locator(".scroll[data-scroll-focus]")
+    assert wide.count() > 0
+    box = wide.first
+    assert box.evaluate("b => b.scrollWidth > b.clientWidth && getComputedStyle(b).overflowX === 'auto'")
+    assert box.get_attribute("tabindex") == "0" and box.get_attribute("aria-label")
+    assert no_sideways_scroll(page)
+    context.close()
+    # and on a wide screen the three columns show
+    context = browser.new_context(viewport={"width": 1920, "height": 1080})
+    page = context.new_page()
+    page.goto(site_url + "block.html")
+    assert page.locator("nav.toc").is_visible() and page.locator("#sidebar").is_visible()
+    assert page.locator(".nav-toggle").is_hidden()
+    context.close()
+
+
+def test_print_shows_every_step_and_no_controls(page, site_url):
+    page.goto(site_url + "block.html")
+    page.emulate_media(media="print")
+    assert page.locator(".topbar").is_hidden() and page.locator("#sidebar").is_hidden()
+    assert page.locator(".stepper-controls").first.is_hidden()
+    assert page.locator(".stepper-steps .stepper-step").last.is_visible()
+    assert page.locator(".copy-code").first.is_hidden()
+
+
+def test_copy_buttons(browser, site_url):
+    context = browser.new_context(permissions=["clipboard-read", "clipboard-write"])
+    page = context.new_page()
+    page.goto(site_url + "block.html")
+    button = page.locator("figure.equation .copy-link").first
+    anchor = button.get_attribute("data-href")
+    button.click()
+    page.wait_for_function("document.querySelector('figure.equation .copy-link').dataset.copied === 'true'")
+    assert page.evaluate("navigator.clipboard.readText()") == site_url + "block.html" + anchor
+    assert page.locator("figure.equation .copy-link:not([hidden])").count() == page.locator("figure.equation").count()
+    listing = page.locator("#block-forward .listing-wrap").first
+    listing.locator(".copy-code").click()
+    page.wait_for_function("document.querySelector('#block-forward .listing-wrap .copy-code').dataset.copied === 'true'")
+    code = page.evaluate("navigator.clipboard.readText()")
+    assert code.startswith("def block_forward(") and "X1 = X + att" in code
+    assert page.locator(".listing").count() == page.locator(".listing-wrap .copy-code").count()
+    context.close()
+
+
+def test_keyboard_moves_between_pages(page, site_url):
+    page.goto(site_url + "block.html")
+    prev_href = page.locator('link[rel="prev"]').get_attribute("href")
+    next_href = page.locator('link[rel="next"]').get_attribute("href")
+    page.locator("main h1").click()
+    page.keyboard.press("n")
+    page.wait_for_url("**/" + next_href)
+    page.keyboard.press("p")
+    page.wait_for_url("**/block.html")
+    page.keyboard.press("p")
+    page.wait_for_url("**/" + prev_href)
+    # typing in the search box is not a shortcut
+    page.fill("#search-input", "np")
+    assert page.url.endswith(prev_href)

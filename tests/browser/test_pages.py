@@ -1,0 +1,139 @@
+"""Every page of the build, visited once: it loads with no console error, no uncaught
+exception and no failed request, shows no raw TeX, and has no serious or critical axe-core
+violation. A page opened from file:// throws nothing either, and a page without JavaScript
+still shows the whole stepper and flow diagram.
+
+Speed: axe-core is most of the cost, and its color-contrast rule alone is more than half of
+it (it computes the background behind every text node: seconds on a page of 10,000 elements).
+So every page runs every other axe rule, and color-contrast runs on the pages of FULL_CONTRAST,
+in the light theme and in the dark one. Colour is decided by one stylesheet for the whole
+site, and those pages hold every kind of part it styles (equations, symbol and example tables,
+the stepper, the flow diagram, notes and badges, code listings with cited and current lines,
+the call map); tests/test_contrast.py checks every token colour of static/pygments.css against
+every background code sits on. Set BROWSER_TESTS_FULL_AXE=1 to run color-contrast on every
+page, in both themes (minutes, not seconds). Two tabs run axe at once, each on its own page:
+Chromium gives each tab its own renderer, so both cores work.
+"""
+import os
+import re
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+
+from tests.browser.conftest import CHROMIUM_ARGS
+
+# Raw TeX: a control word, $$, or $...$ left in the text a reader sees.
+TEX_WORDS = ("frac dfrac mathrm mathbf mathbb mathcal operatorname text textbf hat tilde bar vec sum prod "
+             "partial left right sqrt cdot odot otimes times top qquad quad alpha beta gamma delta epsilon "
+             "varepsilon lambda mu sigma log exp max min begin end infty le ge leq geq to Rightarrow lVert "
+             "rVert dots ldots cdots overline underbrace mathit htmlClass")
+RAW_TEX = re.compile(r"\\(?:" + "|".join(TEX_WORDS.split()) + r")\b|\$\$|(?<![\w$])\$[^$\s][^$\n]{0,60}[\\^_][^$\n]{0,60}\$|(?<![\w$])\$[A-Za-z]\$")
+FULL_CONTRAST = ("index.html", "block.html", "source/model/transformer.py.html")
+EVERY_PAGE_CONTRAST = os.environ.get("BROWSER_TESTS_FULL_AXE") == "1"
+TABS = 2
+
+# Runs inside the page (axe allows one run at a time, so the runs are chained); the serious and
+# critical violations land in window.__axe.
+START_AXE = """([full]) => {
+  window.__axe = null;
+  const keep = (r) => r.violations.filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(" ")),
+                  summary: (v.nodes[0] && v.nodes[0].failureSummary || "").slice(0, 300)}));
+  const only = (ids) => ({runOnly: {type: "rule", values: ids}, resultTypes: ["violations"]});
+  (async () => {
+    const found = [];
+    found.push(...keep(await axe.run(document, {rules: {"color-contrast": {enabled: full}}, resultTypes: ["violations"]})));
+    if (full) {
+      document.documentElement.dataset.theme = "dark";
+      found.push(...keep(await axe.run(document, only(["color-contrast"]))).map((v) => ({...v, id: v.id + " (dark)"})));
+      delete document.documentElement.dataset.theme;
+    }
+    window.__axe = found;
+  })().catch((e) => { window.__axe = [{id: "axe crashed", impact: "critical", help: String(e), nodes: [], summary: ""}]; });
+}"""
+
+VISIBLE_TEXT = """() => {
+  const main = document.querySelector("main").cloneNode(true);
+  main.querySelectorAll("code, pre, .listing, .katex-mathml, template, script, style").forEach((e) => e.remove());
+  return main.textContent;
+}"""
+
+
+class Tab:
+    """One browser tab and what went wrong on the page it shows."""
+
+    def __init__(self, page, base):
+        self.page, self.base, self.name, self.log = page, base, None, []
+        page.on("console", lambda m: m.type == "error" and self.log.append(f"console error: {m.text}"))
+        page.on("pageerror", lambda e: self.log.append(f"uncaught exception: {e}"))
+        page.on("requestfailed", lambda r: self.log.append(f"failed request: {r.url} ({r.failure})"))
+        page.on("response", lambda r: r.status >= 400 and self.log.append(f"HTTP {r.status}: {r.url}"))
+
+    def open(self, name, axe_script):
+        self.name, self.log = name, []
+        self.page.goto(self.base + name, wait_until="load")
+        self.page.evaluate("document.fonts.ready.then(() => true)")
+        text = self.page.evaluate(VISIBLE_TEXT)
+        for m in list(RAW_TEX.finditer(text))[:3]:
+            self.log.append(f"raw TeX shown: ...{text[max(0, m.start() - 30):m.end() + 30]!r}...")
+        errors = self.page.locator(".tex-error, .katex-error").count()
+        if errors:
+            self.log.append(f"{errors} TeX error(s) rendered")
+        self.page.evaluate(axe_script)
+        self.page.evaluate(START_AXE, [EVERY_PAGE_CONTRAST or name in FULL_CONTRAST])
+
+    def finish(self):
+        import sys, time; t0 = time.time()
+        self.page.wait_for_function("window.__axe !== null", timeout=180_000, polling=100)
+        for v in self.page.evaluate("window.__axe"):
+            self.log.append(f"axe {v['impact']} {v['id']}: {v['help']} at {v['nodes']} {v['summary']}")
+        print(f"{self.name} waited {time.time()-t0:.2f}", file=sys.stderr)
+        return [f"{self.name}: {line}" for line in self.log]
+
+
+def test_every_page_loads_cleanly(browser, site_url, site_pages):
+    axe_script = Axe().axe_script
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    tabs = [Tab(context.new_page(), site_url) for _ in range(TABS)]
+    problems = []
+    for i in range(0, len(site_pages), TABS):
+        batch = list(zip(tabs, site_pages[i:i + TABS]))
+        for tab, name in batch:
+            tab.open(name, axe_script)
+        for tab, _ in batch:
+            problems += tab.finish()
+    context.close()
+    assert not problems, f"{len(problems)} problem(s):\n" + "\n".join(problems)
+
+
+def test_pages_opened_from_files_throw_nothing(browser, built_site):
+    """file:// (a reader double-clicking a page): no module-CORS error, no search crash."""
+    page = browser.new_page()
+    log = []
+    page.on("console", lambda m: m.type == "error" and log.append(m.text))
+    page.on("pageerror", lambda e: log.append(str(e)))
+    for name in ("index.html", "block.html"):
+        page.goto((built_site / name).as_uri(), wait_until="load")
+        page.fill("#search-input", "block")
+        page.wait_for_selector(".search-status:has-text('served')")
+        page.keyboard.press("Escape")
+        page.locator(".stepper-next").first.click() if name == "block.html" else None
+    page.close()
+    assert not log, log
+
+
+def test_without_javascript_everything_is_listed(browser, site_url):
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(site_url + "block.html")
+    stepper = page.locator(".stepper").first
+    steps = stepper.locator(".stepper-step")
+    assert steps.count() >= 2 and steps.nth(steps.count() - 1).is_visible()
+    assert "Step 1 of" in steps.first.inner_text()
+    current = stepper.locator(".stepper-code tr.current")            # the first step's line, marked
+    assert current.count() == 1
+    assert page.locator("ol.flow li.flow-step").first.is_visible()
+    assert page.locator(".flow-detail").first.is_hidden()            # needs JS: not shown half-working
+    assert page.locator(".copy-link").first.is_hidden()
+    assert page.locator("#search input").count() == 0
+    context.close()

@@ -1,0 +1,50 @@
+"""site_builder.search: Pagefind indexes the built site, deterministically, and a missing
+binary is a warning, not a broken build."""
+import shutil
+
+import pytest
+
+from site_builder import search
+
+
+def tree(folder):
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_the_build_ships_an_index(built_site):
+    bundle = built_site / "pagefind"
+    assert (bundle / "pagefind.js").is_file() and (bundle / "pagefind-entry.json").is_file()
+    assert not (bundle / "pagefind-ui.js").exists(), "the prebuilt UIs are not shipped"
+    html = (built_site / "block.html").read_text()
+    assert '<code class="fn-name" data-pagefind-weight="10">block_backward</code>' in html
+    assert 'data-pagefind-meta="fn-block_backward:block-backward"' in html
+
+
+def test_indexing_is_deterministic(built_site, tmp_path):
+    pytest.importorskip("pagefind_bin")
+    copies = []
+    for name in ("a", "b"):
+        dst = tmp_path / name / "site"
+        shutil.copytree(built_site, dst, ignore=shutil.ignore_patterns("pagefind"))
+        search.index_site(dst)
+        copies.append(tree(dst / "pagefind"))
+    assert copies[0] == copies[1] == tree(built_site / "pagefind")
+
+
+def test_a_missing_binary_is_reported(monkeypatch, tmp_path):
+    monkeypatch.setattr(search, "pagefind_executable",
+                        lambda: (_ for _ in ()).throw(search.SearchUnavailable("no pagefind")))
+    with pytest.raises(search.SearchUnavailable):
+        search.index_site(tmp_path)
+    problems = []
+    from site_builder.build import search_index
+    search_index(tmp_path, problems)
+    assert problems and problems[0].warning
+
+
+def test_a_failing_binary_fails_the_build(monkeypatch, tmp_path):
+    from site_builder.build import search_index
+    from site_builder.problems import BuildFailed
+    monkeypatch.setattr(search, "pagefind_executable", lambda: shutil.which("false"))
+    with pytest.raises(BuildFailed):
+        search_index(tmp_path, [])

@@ -1,0 +1,74 @@
+"""site_builder.symbols: a concept's symbols are marked inside its equations (for the linked
+highlighting of static/js/symbols.js) without changing how any equation looks or what is trusted."""
+import re
+
+import pytest
+
+from site_builder.mathrender import render_tex, TexError
+from site_builder.symbols import wrap_symbols, code_links, split_top_level
+
+BLOCK = [(0, "X"), (1, r"\operatorname{LN}_1, \operatorname{LN}_2"), (2, "X_n"), (3, r"\mathrm{Att}"),
+         (4, "X_1"), (5, "X_{n2}"), (6, r"\mathrm{Ff}"), (7, "Y")]
+
+
+def marked(tex, symbols):
+    """[(n, source)] of the wrapped atoms, in order."""
+    return re.findall(r"\\htmlClass\{sym-(\d+)\}\{((?:[^{}]|\{[^{}]*\}|\{(?:[^{}]|\{[^{}]*\})*\})*)\}",
+                      wrap_symbols(tex, symbols))
+
+
+def test_longest_symbol_first_and_whole_atoms_only():
+    got = marked(r"X_1 = X + \operatorname{Attention}(\operatorname{LN}_1(X))", BLOCK)
+    assert got == [("4", "X_1"), ("0", "X"), ("1", r"\operatorname{LN}_1"), ("0", "X")]
+    assert marked(r"X_{n2} = \operatorname{LN}_2(X_1)", BLOCK) == [("5", "X_{n2}"), ("1", r"\operatorname{LN}_2"), ("4", "X_1")]
+
+
+@pytest.mark.parametrize("tex, symbols, expected", [
+    (r"dX = dY", [(0, "X"), (1, "Y")], []),                                   # X inside dX
+    (r"X_2 = X", [(0, "X")], [("0", "X")]),                                    # X_2 is another symbol
+    (r"\mathrm{Ff} = F", [(0, "F")], [("0", "F")]),                            # F inside \mathrm{Ff}
+    (r"\text{branch} + b", [(0, "b")], [("0", "b")]),                          # text is never searched
+    (r"\frac{\partial Y}{\partial X_1}", [(0, "Y"), (1, "X_1")], [("0", "Y"), ("1", "X_1")]),   # math args are
+    (r"Z = X_n W_1 + \mathbf{1} b_1^\top", [(1, "W_1, b_1")], [("1", "W_1"), ("1", r"b_1^\top")]),  # ^ joins
+    (r"\sum_j d\hat{x}_j", [(0, "d"), (1, r"\hat{x}")], []),                   # d of d\hat{x}; x-hat_j
+])
+def test_boundaries(tex, symbols, expected):
+    assert marked(tex, symbols) == expected
+
+
+def test_wrapped_equations_render_and_keep_their_spacing():
+    tex = r"X_1 = X + \mathrm{Att}"
+    plain = render_tex(tex, True)
+    wrapped = render_tex(wrap_symbols(tex, BLOCK), True, symbol_classes=True)
+    assert 'class="enclosing sym-4"' in wrapped and 'sym-3' in wrapped
+    # the relation and the binary operator keep their spaces (mspace widths unchanged)
+    spaces = lambda html: re.findall(r'class="mspace" style="margin-right:([\d.]+)em', html)
+    assert spaces(plain) == spaces(wrapped)
+    binop = render_tex(wrap_symbols(r"dA \odot dZ", [(0, r"\odot")]), True, symbol_classes=True)
+    assert spaces(binop) == spaces(render_tex(r"dA \odot dZ", True))
+
+
+def test_only_symbol_classes_are_trusted():
+    with pytest.raises(TexError):
+        render_tex(r"\htmlClass{sym-1}{x}", True)                    # authors' TeX: no trust at all
+    with pytest.raises(TexError):
+        render_tex(r"\htmlClass{evil}{x}", True, symbol_classes=True)
+    with pytest.raises(TexError):
+        render_tex(r"\href{https://example.com}{x}", True, symbol_classes=True)
+
+
+def test_split_and_code_links():
+    assert split_top_level(r"W_1, b_{1,2}") == ["W_1", "b_{1,2}"]
+    assert code_links("ff1_w, ff1_b") == dict(names=["ff1_w", "ff1_b"], exprs=[])
+    assert code_links("X1 + ff") == dict(names=[], exprs=["X1 + ff"])
+    assert code_links("cfg.ff_dim") == dict(names=["ff_dim"], exprs=[])
+    assert code_links('c["positive"]') == dict(names=[], exprs=['c["positive"]'])
+    assert code_links("not named in the code") == dict(names=[], exprs=[])
+    assert code_links("*") == dict(names=[], exprs=[])
+
+
+def test_the_block_page_marks_its_symbols(site_page):
+    html = site_page("block")
+    section = html[html.index('id="block-forward"'):html.index('id="block-backward"')]
+    assert 'data-sym="4" data-names="X1"' in section
+    assert section.count("enclosing sym-4") >= 4          # X_1 in four equations
