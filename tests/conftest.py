@@ -28,3 +28,38 @@ def site_page(built_site):
     def read(slug):
         return (built_site / f"{slug}.html").read_text(encoding="utf-8")
     return read
+
+
+def concept_section(html, sid):
+    """The HTML of one concept's <section> on a built page."""
+    start = html.index(f'<section class="concept" id="{sid}"')
+    return html[start:html.index("</section>", start)]
+
+
+def assert_sections(html, sid, headings):
+    """The concept is on the page with each of its headings and rendered equations."""
+    section = concept_section(html, sid)
+    for heading in headings:
+        assert heading in section, f"{sid} lacks '{heading}'"
+    assert 'class="equation"' in section and "katex" in section
+
+
+def mini_repo(tmp_path, site, page, examples, copy=("",)):
+    """A small repository: the real templates, static files and builder (linked), one page, and
+    the given example modules. `copy` names folders copied rather than linked, for tests that edit them."""
+    import shutil
+    root = tmp_path / "repo"
+    root.mkdir()
+    for name in ("model", "templates", "static", "data", "tests", "site_builder"):
+        if name in copy:
+            shutil.copytree(ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            (root / name).symlink_to(ROOT / name)
+    shutil.copy(ROOT / "build_site.py", root / "build_site.py")
+    (root / "content" / "pages").mkdir(parents=True)
+    (root / "content" / "examples").mkdir()
+    (root / "content" / "site.yaml").write_text(site)
+    (root / "content" / "pages" / "mini.md").write_text(page)
+    for name, text in examples.items():
+        (root / "content" / "examples" / f"{name}.py").write_text(text)
+    return root

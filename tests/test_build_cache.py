@@ -2,31 +2,15 @@
 same bytes as examples run one by one. On a small repository in a temporary folder with its own
 copy of model/ (so edits never touch the real one) and two example modules that import
 different parts of the model."""
-import shutil
-
 import pytest
 
 from site_builder.build import build
 from site_builder.cache import BuildCache
 from site_builder.examples import example_key
-from tests.conftest import ROOT
-from tests.test_build_errors import SITE
+from tests.conftest import mini_repo
+from tests.test_build_errors import SITE, PAGE as ERRORS_PAGE
 
-PAGE = """---
-title: Mini
-sections:
-  - id: mini
-    title: Relative error
-    function: model.gradcheck.rel_error
-    what: How far apart two gradients are.
-    why: Tests compare gradients by norm.
-    math:
-      - eq: rel
-        name: Relative error
-        tex: e = \\frac{\\|a - n\\|}{\\|a\\| + \\|n\\|}
-        refs:
-          - {role: computes, function: model.gradcheck.rel_error, snippet: "return float("}
-    examples:
+PAGE = ERRORS_PAGE[:ERRORS_PAGE.index("    symbols:")] + """    examples:
       - {title: One comparison, run: "grad:compare"}
       - {title: A second comparison, run: "grad:compare_twice"}
       - {title: A schedule, run: "sched:schedule"}
@@ -56,18 +40,7 @@ def schedule():
 
 @pytest.fixture
 def mini(tmp_path):
-    root = tmp_path / "repo"
-    root.mkdir()
-    shutil.copytree(ROOT / "model", root / "model", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("templates", "static", "data", "tests", "site_builder"):
-        (root / name).symlink_to(ROOT / name)
-    (root / "content" / "pages").mkdir(parents=True)
-    (root / "content" / "examples").mkdir()
-    (root / "content" / "site.yaml").write_text(SITE)
-    (root / "content" / "pages" / "mini.md").write_text(PAGE)
-    (root / "content" / "examples" / "grad.py").write_text(GRAD)
-    (root / "content" / "examples" / "sched.py").write_text(SCHED)
-    return root
+    return mini_repo(tmp_path, SITE, PAGE, {"grad": GRAD, "sched": SCHED}, copy=("model",))
 
 
 def counts(root, cache_dir, jobs=1):

@@ -2,7 +2,6 @@
 build's problems together, with exit status 1 and no traceback. The builds run on a small
 repository made in a temporary folder: the real model, templates and static files, and a
 one-page content folder that each test breaks in one way."""
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +10,7 @@ import pytest
 
 from site_builder.build import build
 from site_builder.problems import BuildFailed
-from tests.conftest import ROOT
+from tests.conftest import ROOT, mini_repo
 
 SITE = """title: Mini
 repo_url: https://example.invalid/repo
@@ -58,17 +57,7 @@ def explode():
 
 @pytest.fixture
 def mini(tmp_path):
-    root = tmp_path / "repo"
-    root.mkdir()
-    for name in ("model", "templates", "static", "data", "tests", "site_builder"):
-        (root / name).symlink_to(ROOT / name)
-    shutil.copy(ROOT / "build_site.py", root / "build_site.py")
-    (root / "content" / "pages").mkdir(parents=True)
-    (root / "content" / "examples").mkdir()
-    (root / "content" / "site.yaml").write_text(SITE)
-    (root / "content" / "pages" / "mini.md").write_text(PAGE)
-    (root / "content" / "examples" / "mini.py").write_text(EXAMPLE)
-    return root
+    return mini_repo(tmp_path, SITE, PAGE, {"mini": EXAMPLE})
 
 
 def problems_of(root, page=None, site=None, strict=True):

@@ -9,7 +9,7 @@ import pytest
 
 from model.transformer import ffn_forward, ffn_backward, block_forward, block_backward
 from site_builder.examples import load_example, fmt_array, fmt_number
-from tests.conftest import ROOT
+from tests.conftest import ROOT, assert_sections
 from tests.test_transformer import ffn_worked_params, FFN_WORKED_XN, FFN_WORKED_DOUT
 
 CONCEPTS = ["ffn-forward", "ffn-backward", "block-forward", "block-backward"]
@@ -29,12 +29,7 @@ def block_examples():
 
 @pytest.mark.parametrize("concept", CONCEPTS)
 def test_every_concept_has_every_section(site_page, concept):
-    html = site_page("block")
-    start = html.index(f'<section class="concept" id="{concept}"')
-    section = html[start:html.index("</section>", start)]
-    for heading in HEADINGS:
-        assert heading in section, f"{concept} lacks '{heading}'"
-    assert 'class="equation"' in section and "katex" in section
+    assert_sections(site_page("block"), concept, HEADINGS)
 
 
 def test_page_level_sections(site_page):

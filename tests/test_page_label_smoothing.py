@@ -8,7 +8,7 @@ from model import train_seq2seq as task
 from model.ops import smoothed_targets, cross_entropy_forward, cross_entropy_backward
 from model.train_seq2seq import smoothing_floor
 from site_builder.examples import load_example, fmt_number
-from tests.conftest import ROOT
+from tests.conftest import ROOT, assert_sections
 
 CONCEPTS = ["label-smoothing-targets", "label-smoothing-loss", "label-smoothing-floor"]
 HEADINGS = ["What is it?", "Why does the model need it?", "Mathematics", "What does each symbol mean?",
@@ -22,12 +22,7 @@ def example(name):
 
 @pytest.mark.parametrize("concept", CONCEPTS)
 def test_every_concept_has_every_section(site_page, concept):
-    html = site_page("label-smoothing")
-    start = html.index(f'<section class="concept" id="{concept}"')
-    section = html[start:html.index("</section>", start)]
-    for heading in HEADINGS:
-        assert heading in section, f"{concept} lacks '{heading}'"
-    assert 'class="equation"' in section and "katex" in section
+    assert_sections(site_page("label-smoothing"), concept, HEADINGS)
 
 
 def test_page_shows_the_floor(site_page):

@@ -7,7 +7,7 @@ import pytest
 
 from model.seq2seq import sinusoidal_positions
 from site_builder.examples import load_example, fmt_array
-from tests.conftest import ROOT
+from tests.conftest import ROOT, assert_sections
 
 CONCEPTS = ["positions-sinusoidal", "positions-relative"]
 HEADINGS = ["What is it?", "Why does the model need it?", "Mathematics", "What does each symbol mean?",
@@ -21,12 +21,7 @@ def example(name):
 
 @pytest.mark.parametrize("concept", CONCEPTS)
 def test_every_concept_has_every_section(site_page, concept):
-    html = site_page("positions")
-    start = html.index(f'<section class="concept" id="{concept}"')
-    section = html[start:html.index("</section>", start)]
-    for heading in HEADINGS:
-        assert heading in section, f"{concept} lacks '{heading}'"
-    assert 'class="equation"' in section and "katex" in section
+    assert_sections(site_page("positions"), concept, HEADINGS)
 
 
 def test_page_has_the_pictures(site_page):

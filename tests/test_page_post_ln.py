@@ -9,7 +9,7 @@ from model.attention import attention_forward
 from model.ops import layer_norm_forward, layer_norm_backward
 from model.transformer import ffn_forward
 from site_builder.examples import load_example, fmt_number
-from tests.conftest import ROOT
+from tests.conftest import ROOT, assert_sections
 
 CONCEPTS = ["post-ln-forward", "post-ln-gradients"]
 HEADINGS = ["What is it?", "Why does the model need it?", "Mathematics", "What does each symbol mean?",
@@ -24,12 +24,7 @@ def example(name):
 
 @pytest.mark.parametrize("concept", CONCEPTS)
 def test_every_concept_has_every_section(site_page, concept):
-    html = site_page("post-ln")
-    start = html.index(f'<section class="concept" id="{concept}"')
-    section = html[start:html.index("</section>", start)]
-    for heading in HEADINGS:
-        assert heading in section, f"{concept} lacks '{heading}'"
-    assert 'class="equation"' in section and "katex" in section
+    assert_sections(site_page("post-ln"), concept, HEADINGS)
 
 
 def test_page_cites_xiong(site_page):

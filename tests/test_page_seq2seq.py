@@ -15,7 +15,7 @@ from model.ops import (layer_norm_forward, cross_entropy_forward, cross_entropy_
 from model.transformer import ffn_forward
 from site_builder.examples import load_example, fmt_number, fmt_array, value_of
 from site_builder.trace import trace_locals
-from tests.conftest import ROOT
+from tests.conftest import ROOT, assert_sections
 
 CONCEPTS = ["seq2seq-embed", "seq2seq-encoder-layer", "seq2seq-encoder-backward", "seq2seq-decoder-layer",
             "seq2seq-cross-attention", "seq2seq-decoder-backward", "seq2seq-memory-gradient", "seq2seq-output",
@@ -44,12 +44,7 @@ def cells(a):
 
 @pytest.mark.parametrize("concept", CONCEPTS)
 def test_every_concept_has_every_section(site_page, concept):
-    html = site_page("seq2seq")
-    start = html.index(f'<section class="concept" id="{concept}"')
-    section = html[start:html.index("</section>", start)]
-    for heading in HEADINGS:
-        assert heading in section, f"{concept} lacks '{heading}'"
-    assert 'class="equation"' in section and "katex" in section
+    assert_sections(site_page("seq2seq"), concept, HEADINGS)
 
 
 def test_page_level_content(site_page):

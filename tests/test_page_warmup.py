@@ -9,7 +9,7 @@ from model import seq2seq as s2s
 from model import train_seq2seq as task
 from model.optim import noam_lr
 from site_builder.examples import load_example
-from tests.conftest import ROOT
+from tests.conftest import ROOT, assert_sections
 
 CONCEPTS = ["warmup-noam", "warmup-adam"]
 HEADINGS = ["What is it?", "Why does the model need it?", "Mathematics", "What does each symbol mean?",
@@ -24,12 +24,7 @@ def example(name, *args):
 
 @pytest.mark.parametrize("concept", CONCEPTS)
 def test_every_concept_has_every_section(site_page, concept):
-    html = site_page("warmup")
-    start = html.index(f'<section class="concept" id="{concept}"')
-    section = html[start:html.index("</section>", start)]
-    for heading in HEADINGS:
-        assert heading in section, f"{concept} lacks '{heading}'"
-    assert 'class="equation"' in section and "katex" in section
+    assert_sections(site_page("warmup"), concept, HEADINGS)
 
 
 def test_page_draws_both_schedules(site_page):

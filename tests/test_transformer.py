@@ -255,6 +255,8 @@ def test_bad_targets_are_refused():
     ids, targets = batch(CFG, 2, 6)
     with pytest.raises(ModelInputError, match=r"targets shape \(2, 5\) must equal ids shape \(2, 6\)"):
         loss_and_grads(params, ids, targets[:, :5], CFG)
+    with pytest.raises(ModelInputError, match=r"targets shape \(6, 2\) must equal ids shape \(2, 6\)"):
+        loss_and_grads(params, ids, targets.reshape(6, 2), CFG)       # as many targets, wrong shape
     bad = targets.copy()
     bad[1, 3] = 99
     with pytest.raises(ModelInputError, match=r"targets\[1, 3\] = 99 is out of range"):
