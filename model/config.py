@@ -11,6 +11,18 @@ from model import ModelInputError
 DTYPES = ("float64", "float32")
 
 
+def _require_heads_divide(width_name, width, num_heads):
+    if width % num_heads:
+        raise ModelInputError(
+            f"{width_name} ({width}) must be divisible by num_heads ({num_heads}): each head takes "
+            f"{width_name} / num_heads columns; try num_heads in {[h for h in range(1, width + 1) if width % h == 0]}")
+
+
+def _require_dtype(dtype):
+    if dtype not in DTYPES:
+        raise ModelInputError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+
+
 def _require_positive(owner, **fields):
     for name, value in fields.items():
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
@@ -33,13 +45,8 @@ class ModelConfig:
         _require_positive("ModelConfig", vocab_size=self.vocab_size, seq_len=self.seq_len,
                           emb_dim=self.emb_dim, num_heads=self.num_heads,
                           ff_dim=self.ff_dim, num_layers=self.num_layers)
-        if self.emb_dim % self.num_heads:
-            raise ModelInputError(
-                f"emb_dim ({self.emb_dim}) must be divisible by num_heads ({self.num_heads}): "
-                f"each head takes emb_dim / num_heads columns; try num_heads in "
-                f"{[h for h in range(1, self.emb_dim + 1) if self.emb_dim % h == 0]}")
-        if self.dtype not in DTYPES:
-            raise ModelInputError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
+        _require_heads_divide("emb_dim", self.emb_dim, self.num_heads)
+        _require_dtype(self.dtype)
         if not self.ln_eps > 0:
             raise ModelInputError(f"ln_eps must be positive, got {self.ln_eps!r}")
 
@@ -126,13 +133,8 @@ class Seq2SeqConfig:
                           tgt_vocab_size=self.tgt_vocab_size, max_len=self.max_len,
                           d_model=self.d_model, num_heads=self.num_heads, d_ff=self.d_ff,
                           num_enc_layers=self.num_enc_layers, num_dec_layers=self.num_dec_layers)
-        if self.d_model % self.num_heads:
-            raise ModelInputError(
-                f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads}): "
-                f"each head takes d_model / num_heads columns; try num_heads in "
-                f"{[h for h in range(1, self.d_model + 1) if self.d_model % h == 0]}")
-        if self.dtype not in DTYPES:
-            raise ModelInputError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
+        _require_heads_divide("d_model", self.d_model, self.num_heads)
+        _require_dtype(self.dtype)
         if not (isinstance(self.ln_eps, (int, float)) and self.ln_eps >= 0):
             raise ModelInputError(f"ln_eps must be >= 0 (0 only for hand-set weights), got {self.ln_eps!r}")
         if not (isinstance(self.label_smoothing, (int, float)) and 0 <= self.label_smoothing < 1):
