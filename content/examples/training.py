@@ -137,7 +137,9 @@ def run_info_table(run):
                        f"{len(run.chars)} distinct characters"],
             ["Cache key (model/*.py, the corpus, the configs, NumPy)", run.commit_key],
             ["Rows of metrics.jsonl", str(len(run.metrics))]]
-    return table(["The run", "Value"], rows)
+    return table(["The run", "Value"], rows,
+                 caption="Training is deterministic given these inputs, so the commit named at the foot of "
+                         "this page (its model sources, corpus and configs) reproduces this run exactly.")
 
 
 def _run_source(run):
