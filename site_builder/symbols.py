@@ -31,7 +31,6 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from markupsafe import Markup
 
@@ -283,7 +282,6 @@ def _split_code(code: str) -> list:
 
 # -- rendering --------------------------------------------------------------------------------
 
-@lru_cache(maxsize=None)
 def _render_wrapped(tex: str, display: bool):
     from site_builder.mathrender import render_tex, TexError
     try:
