@@ -8,6 +8,7 @@
 //   flow.js     select a step of a flow diagram; the URL remembers it
 //   symbols.js  point at a symbol: it lights up in equations, tables and code
 //   search.js   Pagefind search box
+//   lines.js    source pages: mark the rows of a #L113-L116 range
 (() => {
   "use strict";
   document.documentElement.classList.add("js");
