@@ -8,10 +8,11 @@ Two configurations, each in float32 and float64:
   large    batch 8, T 128, d 256, F 1024, 4 layers, 4 heads (vocab 65)
 
 Each cell is the median over --repeats timed repeats, after a warm-up; a repeat runs the step
-enough times to last about --min-time seconds, and NumPy and PyTorch take turns repeat by repeat. Where PyTorch is importable the same model (same
+enough times to last about --min-time seconds. Where PyTorch is importable the same model (same
 weights, same batch) also runs in PyTorch on the CPU, with as many threads as NumPy's BLAS uses,
-as forward + loss.backward(); the table then shows the ratio numpy / torch (above 1: NumPy faster).
-PyTorch is never a dependency of the project: it is only measured against.
+as forward + loss.backward(), in blocks of repeats that take turns with NumPy's (median_seconds
+says why blocks); the table then shows the ratio numpy / torch (above 1: NumPy faster). PyTorch
+is never a dependency of the project: it is only measured against.
 
 OpenBLAS reads OPENBLAS_CORETYPE at start-up; the line printed above the table names the kernel
 NumPy's BLAS runs, since a forced older core type slows it down.
@@ -19,7 +20,9 @@ NumPy's BLAS runs, since a forced older core type slows it down.
 "faults/step" counts minor page faults per step: memory that glibc handed back to the kernel
 after one step and takes again, zero-filled, in the next. On this kind of machine they can cost
 as much as the arithmetic at the default size. Importing PyTorch changes glibc's thresholds for
-the whole process, so NumPy's count (and time) with PyTorch loaded can differ from --no-torch.
+the whole process, so NumPy's count (and time) with PyTorch loaded can differ from --no-torch;
+MALLOC_MMAP_THRESHOLD_=268435456 MALLOC_TRIM_THRESHOLD_=1073741824 in the environment keeps
+glibc from handing the memory back, and brings --no-torch to the same times.
 """
 import argparse
 import os
@@ -35,6 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from model.config import ModelConfig                      # noqa: E402
 from model.transformer import init_params, loss_and_grads  # noqa: E402
+
+SETTLE = 0.5     # seconds of quiet before each block of timed repeats
 
 CONFIGS = {
     "default": (dict(vocab_size=65), 32),
@@ -56,25 +61,32 @@ def blas_info():
     return os.cpu_count(), "no BLAS pool found"
 
 
-def median_seconds(steps, repeats, min_time):
-    """Median seconds per call of each step(), after a warm-up that also sizes the repeats, and
-    minor page faults per call. The steps take turns repeat by repeat, so a load that comes and
-    goes (other processes on the machine) hits them alike and their ratio stays fair."""
-    calls = []
-    for step in steps:
-        step()
-        t0 = time.perf_counter()
-        step()
-        calls.append(max(1, int(min_time / max(time.perf_counter() - t0, 1e-6))))
-    times, faults = [[] for _ in steps], [0 for _ in steps]
-    for _ in range(repeats):
-        for i, (step, n) in enumerate(zip(steps, calls)):
-            f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+def median_seconds(steps, repeats, min_time, rounds=2):
+    """Median seconds per call of each step(), and minor page faults per call.
+
+    The steps run in blocks of repeats, not alternating repeat by repeat: OpenBLAS's and PyTorch's
+    worker threads keep spinning for a while after their last call, and on 2 cores a step that
+    starts while the other library still spins runs slowly (PyTorch lost up to 40% that way). So each block first sleeps SETTLE seconds, then warms up
+    (which also sizes the repeats), then times its repeats. The blocks take `rounds` turns each
+    (numpy, torch, numpy, torch, ...), so a load that comes and goes hits them both."""
+    calls = [None] * len(steps)
+    times, faults = [[] for _ in steps], [0.0 for _ in steps]
+    per_round = [repeats // rounds + (r < repeats % rounds) for r in range(rounds)]
+    for n_rep in per_round:
+        for i, step in enumerate(steps):
+            time.sleep(SETTLE)
+            step()
             t0 = time.perf_counter()
-            for _ in range(n):
-                step()
-            times[i].append((time.perf_counter() - t0) / n)
-            faults[i] += (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0) / n / repeats
+            step()
+            if calls[i] is None:
+                calls[i] = max(1, int(min_time / max(time.perf_counter() - t0, 1e-6)))
+            for _ in range(n_rep):
+                f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+                t0 = time.perf_counter()
+                for _ in range(calls[i]):
+                    step()
+                times[i].append((time.perf_counter() - t0) / calls[i])
+                faults[i] += (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0) / calls[i] / repeats
     return [statistics.median(t) for t in times], faults
 
 
@@ -138,15 +150,16 @@ def main(argv=None):
         except ImportError:
             pass
     print(f"numpy {np.__version__} ({blas})"
-          + (f"; torch {torch.__version__} ({torch.get_num_threads()} threads)" if torch else "; torch not importable"))
+          + (f"; torch {torch.__version__} ({torch.get_num_threads()} threads)" if torch else "; torch skipped (--no-torch)" if args.no_torch else "; torch not importable"))
     print(f"median of {args.repeats} repeats of >= {args.min_time} s each, after a warm-up; "
-          f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores at the start\n")
+          f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores at the start")
 
     head = "| config | B x T | dtype | numpy tok/s | numpy ms/step | numpy faults/step |"
     rule = "| --- | --- | --- | ---: | ---: | ---: |"
     if torch:
         head += " torch tok/s | torch ms/step | torch faults/step | numpy/torch |"
         rule += " ---: | ---: | ---: | ---: |"
+    print()
     print(head)
     print(rule, flush=True)
     for name in args.configs:
@@ -171,6 +184,7 @@ def main(argv=None):
             if torch:
                 row += f" {B * T / t_pt[0]:,.0f} | {1e3 * t_pt[0]:.2f} | {f_pt[0]:,.0f} | {t_pt[0] / t_np:.2f} |"
             print(row, flush=True)
+    print(f"\nload average {os.getloadavg()[0]:.2f} at the end (this benchmark alone adds up to 2)")
 
 
 if __name__ == "__main__":

@@ -37,10 +37,12 @@ class BuildResult:
     examples_cached: int
     seconds: float
     warnings: list
+    pages_cached: int = 0
 
     def summary(self):
-        return (f"built {self.pages} pages and {self.source_pages} source pages, {self.references} references, "
-                f"{self.examples_run} examples run ({self.examples_cached} from cache) in {self.seconds:.2f} s")
+        return (f"built {self.pages} pages ({self.pages_cached} from cache) and {self.source_pages} source pages, "
+                f"{self.references} references, {self.examples_run} examples run ({self.examples_cached} from cache) "
+                f"in {self.seconds:.2f} s")
 
 
 def git_commit(root: Path):
@@ -84,6 +86,25 @@ def example_requests(content):
     """Every example the pages run, as (ref, content file, line)."""
     return [(e["run"], page.file, e.line_of("run"))
             for page in content.pages.values() for c in concepts(page) for e in c.get("examples") or []]
+
+
+def page_keys(root: Path, content, index, site_info):
+    """{slug: key}: everything a page's view model is made from. Shared by every page: the
+    model and test sources, the builder and its templates, site.yaml, every page's title,
+    summary and concept functions (navigation and cross-page links), the commit and config.
+    Its own: the page's file and the keys of the examples it runs."""
+    from site_builder.examples import example_key
+    shared = digest(
+        sorted((f, "\n".join(lines)) for f, lines in index.files.items()),
+        [(p.relative_to(root).as_posix(), p.read_bytes()) for d in ("site_builder", "templates")
+         for p in sorted((root / d).rglob("*")) if p.is_file() and "__pycache__" not in p.parts],
+        (root / "content" / "site.yaml").read_bytes(), (root / "static/vendor/katex/VERSION").read_bytes(),
+        [(slug, str(p.meta.get("title")), str(p.meta.get("summary")),
+          [str(c.get("function")) + ":" + str(c.get("id")) for c in concepts(p)]) for slug, p in content.pages.items()],
+        site_info["commit"], repr(site_info["config"]))
+    return {slug: digest(shared, (root / page.file).read_bytes(),
+                         [example_key(root, e["run"]) for c in concepts(page) for e in c.get("examples") or []])
+            for slug, page in content.pages.items()}
 
 
 def cached_shapes(root: Path, cfg, cache):
@@ -140,12 +161,15 @@ def gather(root: Path, problems: list, cache=None, jobs=1, memos=None):
     renderer = Renderer(root, index, problems, memos.code if memos else None)
     results = run_examples(root, example_requests(content), problems, cache, jobs,
                            prepare=lambda refs: train_once(root, refs))
-    model = PageBuilder(root, content, index, renderer, shapes, problems, site_info, cache, results).build()
+    keys = page_keys(root, content, index, site_info) if cache else None
+    model = PageBuilder(root, content, index, renderer, shapes, problems, site_info, cache, results).build(keys)
+    model.examples_cached = sum(1 for _, from_cache in results.values() if from_cache)
+    model.examples_run = len(results) - model.examples_cached
     model.documented |= renderer.cited
     return content, index, renderer, model, site_info
 
 
-def render_all(root, content, index, renderer, model, site_info):
+def render_all(root, content, index, renderer, model, site_info, cache=None):
     """-> ({relative path: bytes}, {relative path: content file it came from})."""
     env = make_environment(root)
     commit = site_info["commit"]
@@ -157,6 +181,12 @@ def render_all(root, content, index, renderer, model, site_info):
     titles = {p["slug"]: p["title"] for p in model.pages}
     files, origin = {}, {}
     for page in model.pages:
+        html_key = digest(page["key"], source_files) if page.get("key") else None
+        cached = cache.get("html", html_key) if cache and html_key else None
+        if cached is not None:
+            files[f"{page['slug']}.html"] = cached
+            origin[f"{page['slug']}.html"] = page["file"]
+            continue
         html = env.get_template("page.html").render(
             page=page, title=page["title"], description=page["summary"], root="", current=page["slug"],
             prev_href=f"{page['prev']}.html" if page["prev"] else "index.html",
@@ -164,6 +194,8 @@ def render_all(root, content, index, renderer, model, site_info):
             next_href=f"{page['next']}.html" if page["next"] else None, next_title=titles.get(page["next"]), **common)
         files[f"{page['slug']}.html"] = html.encode()
         origin[f"{page['slug']}.html"] = page["file"]
+        if cache and html_key:
+            cache.put("html", html_key, files[f"{page['slug']}.html"])
     for f in source_files:
         depth = f.count("/") + 1
         rows = [dict(n=i + 1, html=h, cited=model.cited.get((f, i + 1), []))
@@ -237,7 +269,7 @@ def build(root: Path, out: Path, strict=False, cache_dir=None, use_cache=True, r
     if gathered is None:
         raise BuildFailed(problems)
     content, index, renderer, model, site_info = gathered
-    files, origin = render_all(root, content, index, renderer, model, site_info)
+    files, origin = render_all(root, content, index, renderer, model, site_info, cache if use_cache else None)
     check_links(files, origin, problems)
     strict_checks(index, model, problems)
     failing = [p for p in problems if not p.warning and (strict or not p.strict)]
@@ -249,4 +281,5 @@ def build(root: Path, out: Path, strict=False, cache_dir=None, use_cache=True, r
     return BuildResult(pages=len(model.pages) + 1, source_pages=sum(1 for f in files if f.startswith("source/")),
                        references=len(model.references), examples_run=model.examples_run, examples_cached=model.examples_cached,
                        seconds=time.perf_counter() - t0,
+                       pages_cached=sum(1 for p in model.pages if p.get("from_cache")),
                        warnings=[p for p in problems if p.warning or (p.strict and not strict)])

@@ -28,6 +28,7 @@ class SiteModel:
     examples_run: int = 0
     examples_cached: int = 0
     call_map: dict = None
+    problems: list = field(default_factory=list)       # one page's, when cached on its own
 
 
 def tex_tokens(tex):
@@ -105,9 +106,31 @@ class PageBuilder:
         return self.r.md(obj.get(key), obj.file, obj.line_of(key), inline=inline)
 
     # -- pages ----------------------------------------------------------------------------
-    def build(self):
+    def build(self, page_keys=None):
+        """Every page's view model, in navigation order. With page_keys ({slug: key}) and a
+        cache, a page whose key is cached is not gathered again: its view model and everything
+        it adds to the site (references, cited lines, problems) come back from the cache."""
         slugs = list(self.content.pages)
         for i, slug in enumerate(slugs):
+            key = (page_keys or {}).get(slug)
+            part = self.cache.get("pages", key) if key and self.cache else None
+            if part is None:
+                part = self.build_page(slug, i, slugs)
+                part.pages[0]["key"] = key
+                if key and self.cache and not any(not p.warning and not p.strict for p in part.problems):
+                    self.cache.put("pages", key, part)
+            else:
+                part.pages[0]["from_cache"] = True
+            self.merge(part)
+        self.model.call_map = self.call_map()
+        return self.model
+
+    def build_page(self, slug, i, slugs):
+        """One page, gathered into a SiteModel of its own (so the page cache can keep it)."""
+        outer, outer_problems, outer_cited = self.model, self.problems, self.r.cited
+        self.model, self.problems, self.r.cited = SiteModel(), [], set()
+        self.r.problems = self.problems
+        try:
             page = self.content.pages[slug]
             sections = []
             for s in page.meta.get("sections") or []:
@@ -128,8 +151,24 @@ class PageBuilder:
                 intro=self.r.md(page.body, page.file, page.body_line),
                 sections=sections,
                 prev=slugs[i - 1] if i > 0 else None, next=slugs[i + 1] if i + 1 < len(slugs) else None))
-        self.model.call_map = self.call_map()
-        return self.model
+            part = self.model
+            part.problems = self.problems
+            part.documented |= self.r.cited
+            return part
+        finally:
+            self.model, self.problems, self.r.cited = outer, outer_problems, outer_cited | self.r.cited
+            self.r.problems = self.problems
+
+    def merge(self, part):
+        self.model.pages += part.pages
+        self.model.references += part.references
+        for where, entries in part.cited.items():
+            self.model.cited.setdefault(where, []).extend(entries)
+        self.model.cited_files |= part.cited_files
+        self.model.documented |= part.documented
+        self.model.examples_run += part.examples_run
+        self.model.examples_cached += part.examples_cached
+        self.problems.extend(part.problems)
 
     def concept(self, page, c):
         sid, fn = c["id"], c["function"]

@@ -86,3 +86,19 @@ def test_a_corrupt_cache_entry_is_a_miss(tmp_path):
     cache.put("examples", "ab" * 32, {"x": 1})
     cache.path("examples", "ab" * 32).write_bytes(b"not a pickle")
     assert cache.get("examples", "ab" * 32) is None
+
+
+def test_editing_one_page_regathers_that_page_only(mini, tmp_path):
+    cache = tmp_path / "cache"
+    (mini / "content" / "pages" / "other.md").write_text(PAGE.replace("id: mini", "id: other").replace("title: Mini", "title: Other"))
+    (mini / "content" / "site.yaml").write_text(SITE.replace("nav: [mini]", "nav: [mini, other]"))
+    first = build(mini, mini / "site", cache_dir=cache)
+    assert first.pages_cached == 0
+    assert build(mini, mini / "site", cache_dir=cache).pages_cached == 2
+    touch(mini / "content" / "pages" / "other.md", "More body.\n")
+    again = build(mini, mini / "site", cache_dir=cache)
+    assert again.pages_cached == 1 and "More body." in (mini / "site" / "other.html").read_text()
+    fresh = tmp_path / "fresh"
+    build(mini, fresh, use_cache=False)
+    files = lambda d: {p.relative_to(d).as_posix(): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+    assert files(mini / "site") == files(fresh)
