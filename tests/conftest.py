@@ -63,3 +63,19 @@ def mini_repo(tmp_path, site, page, examples, copy=("",)):
     for name, text in examples.items():
         (root / "content" / "examples" / f"{name}.py").write_text(text)
     return root
+
+
+class KeyRecorder(dict):
+    """A cache dict that remembers which keys were read: a backward function must read every one."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.read = set()
+
+    def __getitem__(self, key):
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self.read.add(key)
+        return super().get(key, default)

@@ -8,25 +8,10 @@ from model.attention import (split_heads, merge_heads, causal_mask, mha_forward,
                              attention_forward, attention_backward)
 from model.config import ModelConfig
 from model.ops import softmax_backward
+from tests.conftest import KeyRecorder
 
 D, H = 8, 2
 NAMES = ("wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo")
-
-
-class KeyRecorder(dict):
-    """A cache dict that remembers which keys were read."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.read = set()
-
-    def __getitem__(self, key):
-        self.read.add(key)
-        return super().__getitem__(key)
-
-    def get(self, key, default=None):
-        self.read.add(key)
-        return super().get(key, default)
 
 
 def make_params(rng, p="a.", d=D, dtype="float64"):

@@ -7,22 +7,7 @@ from model.ops import (xavier_uniform, linear_forward, linear_backward, relu_for
                        layer_norm_forward, layer_norm_backward, softmax_forward, softmax_backward,
                        smoothed_targets, cross_entropy_forward, cross_entropy_backward,
                        embedding_forward, embedding_backward)
-
-
-class KeyRecorder(dict):
-    """A cache dict that remembers which keys were read."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.read = set()
-
-    def __getitem__(self, key):
-        self.read.add(key)
-        return super().__getitem__(key)
-
-    def get(self, key, default=None):
-        self.read.add(key)
-        return super().get(key, default)
+from tests.conftest import KeyRecorder
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from model.config import ModelConfig
 from model.ops import linear_backward, relu_backward
 from model.transformer import (init_params, check_ids, forward, loss_and_grads, ffn_forward, ffn_backward,
                                block_forward, block_backward)
+from tests.conftest import KeyRecorder
 
 # ---------------------------------------------------------------- the worked feed-forward example
 # d = 2 features widen to F = 3 and narrow back to 2. The site traces these numbers.
@@ -166,26 +167,17 @@ def test_earlier_losses_send_exactly_zero_gradient_to_later_positions(monkeypatc
 
 # ---------------------------------------------------------------- caches hold exactly what backward reads
 
-class KeyRecorder(dict):
-    """A cache dict that remembers which keys were read; nested caches are wrapped too."""
+class NestedKeyRecorder(KeyRecorder):
+    """A KeyRecorder whose nested caches are wrapped too."""
 
     def __init__(self, c, recorders):
         super().__init__({k: wrap(v, recorders) for k, v in c.items()})
-        self.read = set()
         recorders.append(self)
-
-    def __getitem__(self, key):
-        self.read.add(key)
-        return super().__getitem__(key)
-
-    def get(self, key, default=None):
-        self.read.add(key)
-        return super().get(key, default)
 
 
 def wrap(value, recorders):
     if isinstance(value, dict):
-        return KeyRecorder(value, recorders)
+        return NestedKeyRecorder(value, recorders)
     if isinstance(value, list):
         return [wrap(v, recorders) for v in value]
     return value
