@@ -79,3 +79,18 @@ class KeyRecorder(dict):
     def get(self, key, default=None):
         self.read.add(key)
         return super().get(key, default)
+
+
+def assert_anchored_sections(html, concepts, with_shapes):
+    """Each concept has its anchored parts (what, math, example, code, connection, used) and,
+    for those with shapes, a Tensor shapes part."""
+    for cid in concepts:
+        assert f'id="{cid}"' in html
+        for part in ("what", "math", "example", "code", "connection", "used"):
+            assert f'id="{cid}--{part}"' in html, (cid, part)
+    for cid in with_shapes:
+        assert f'id="{cid}--shapes"' in html
+    for heading in ("What is it?", "Mathematics", "Tiny numerical example", "Actual implementation",
+                    "Code and math connection", "Where is it used?"):
+        assert html.count(heading) >= len(concepts), heading
+    assert html.count("Tensor shapes") >= len(with_shapes)

@@ -1,6 +1,5 @@
 """The Embeddings page: its sections are built, the equations it states hold, and every number its
 examples print is what a direct call of the model gives."""
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,8 +9,8 @@ from model.gradcheck import numerical_grad
 from model.ops import embedding_forward, embedding_backward
 from model.transformer import init_params, embed_forward, embed_backward, loss_and_grads
 from site_builder.examples import load_example, fmt_array
+from tests.conftest import ROOT, concept_section as section
 
-ROOT = Path(__file__).resolve().parent.parent
 CONCEPTS = ["embeddings-forward", "embeddings-backward"]
 HEADINGS = ["What is it?", "Why does the model need it?", "Mathematics", "What does each symbol mean?",
             "Tiny numerical example", "Tensor shapes", "Actual implementation", "Code and math connection",
@@ -26,12 +25,6 @@ def module():
     load_example(ROOT, "embeddings:batch")
     import sys
     return sys.modules["content_examples_embeddings"]
-
-
-def section(html, sid):
-    start = html.index(f'<section class="concept" id="{sid}"')
-    end = html.find("<section", start + 1)
-    return html[start:end if end > 0 else len(html)]
 
 
 # ---------------------------------------------------------------- the equations of the page

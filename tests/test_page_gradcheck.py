@@ -6,7 +6,7 @@ import pytest
 from model.gradcheck import numerical_grad, rel_error
 from model.transformer import loss_and_grads
 from site_builder.examples import load_example
-from tests.conftest import ROOT
+from tests.conftest import ROOT, assert_anchored_sections
 from tests.test_gradcheck import TOL
 
 CONCEPTS = ("gradcheck-central", "gradcheck-rel-error", "gradcheck-model")
@@ -58,17 +58,7 @@ def test_rel_error_is_between_0_and_1():
 # ---------------------------------------------------------------- the page
 
 def test_page_has_its_sections(site_page):
-    html = site_page("gradcheck")
-    for cid in CONCEPTS:
-        assert f'id="{cid}"' in html
-        for h in ("what", "math", "example", "code", "connection", "used"):
-            assert f'id="{cid}--{h}"' in html, (cid, h)
-    for cid in WITH_SHAPES:
-        assert f'id="{cid}--shapes"' in html
-    for heading in ("What is it?", "Mathematics", "Tiny numerical example", "Actual implementation",
-                    "Code and math connection", "Where is it used?"):
-        assert html.count(heading) >= len(CONCEPTS), heading
-    assert html.count("Tensor shapes") >= len(WITH_SHAPES)
+    assert_anchored_sections(site_page("gradcheck"), CONCEPTS, WITH_SHAPES)
 
 
 # ---------------------------------------------------------------- the examples equal direct calls

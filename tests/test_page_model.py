@@ -1,7 +1,6 @@
 """The Full Model page: its sections are built, the equations it states hold, and every number its
 examples print is what a direct call of the model gives."""
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,8 +12,8 @@ from model.optim import decays
 from model.transformer import block_forward, embed_forward, forward, init_params, loss_and_grads
 from site_builder.examples import fmt_array, load_example
 from site_builder.trace import trace_calls
+from tests.conftest import ROOT, concept_section as section
 
-ROOT = Path(__file__).resolve().parent.parent
 CONCEPTS = ["model-forward", "model-backward", "model-linear", "model-relu", "model-init", "model-check-ids"]
 HEADINGS = ["What is it?", "Why does the model need it?", "Mathematics", "What does each symbol mean?",
             "Tiny numerical example", "Actual implementation", "Code and math connection", "Where is it used?"]
@@ -28,12 +27,6 @@ def example(name):
 def module():
     load_example(ROOT, "model:batch")
     return sys.modules["content_examples_model"]
-
-
-def section(html, sid):
-    start = html.index(f'<section class="concept" id="{sid}"')
-    end = html.find("<section", start + 1)
-    return html[start:end if end > 0 else len(html)]
 
 
 # ---------------------------------------------------------------- the equations of the page

@@ -10,7 +10,7 @@ from model.optim import AdamW, decays, clip_grad_norm, warmup_cosine_lr, noam_lr
 from model.train import train, load_checkpoint
 from model.transformer import init_params
 from site_builder.examples import load_example
-from tests.conftest import ROOT
+from tests.conftest import ROOT, assert_anchored_sections
 
 CONCEPTS = ("optimizer-adamw", "optimizer-decay", "optimizer-clip", "optimizer-warmup-cosine", "optimizer-noam")
 WITH_SHAPES = ("optimizer-adamw", "optimizer-decay", "optimizer-clip")     # the schedules are scalars
@@ -47,16 +47,7 @@ def test_first_step_is_the_sign_of_the_gradient():
 
 def test_page_has_its_sections(site_page):
     html = site_page("optimizer")
-    for cid in CONCEPTS:
-        assert f'id="{cid}"' in html
-        for h in ("what", "math", "example", "code", "connection", "used"):
-            assert f'id="{cid}--{h}"' in html, (cid, h)
-    for cid in WITH_SHAPES:
-        assert f'id="{cid}--shapes"' in html
-    for heading in ("What is it?", "Mathematics", "Tiny numerical example", "Actual implementation",
-                    "Code and math connection", "Where is it used?"):
-        assert html.count(heading) >= len(CONCEPTS), heading
-    assert html.count("Tensor shapes") >= len(WITH_SHAPES)
+    assert_anchored_sections(html, CONCEPTS, WITH_SHAPES)
     assert html.count('<svg class="chart"') >= 3
 
 
