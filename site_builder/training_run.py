@@ -94,3 +94,14 @@ def trained_run(root: Path | None = None, steps: int = max(SNAPSHOT_STEPS)) -> T
         run.commit_key = key[:12]
         cache.put("training", key, run)
     return run
+
+
+def corpus_window(line_start: str):
+    """(run, offset, window, ids): the first seq_len characters of the corpus from the first place
+    `line_start` occurs, as ids of the trained run's tokenizer. Pages read the trained model on it."""
+    from model.data import DEFAULT_CORPUS, CharTokenizer
+    run = trained_run()
+    text = Path(DEFAULT_CORPUS).read_text(encoding="utf-8")
+    start = text.index(line_start)
+    window = text[start:start + run.model_cfg.seq_len]
+    return run, start, window, CharTokenizer(run.chars).encode(window)

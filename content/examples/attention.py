@@ -2,14 +2,12 @@
 model.attention (and model.ops.softmax_forward / softmax_backward); the heatmaps read the
 cached training run of site_builder.training_run."""
 import inspect
-from pathlib import Path
 
 import numpy as np
 
 from model.attention import (split_heads, merge_heads, causal_mask, hiding, mha_forward, mha_backward,
                              attention_forward, attention_backward)
 from model.config import ModelConfig
-from model.data import DEFAULT_CORPUS, CharTokenizer
 from model.gradcheck import numerical_grad
 from model.ops import softmax_forward, softmax_backward
 from model.transformer import init_params, forward
@@ -17,7 +15,7 @@ from site_builder.examples import (ExampleResult, gradcheck_table, table, figure
                                    config_label, stepper)
 from site_builder.plots import heatmap
 from site_builder.trace import trace_locals, trace_calls, resolve_qualname
-from site_builder.training_run import trained_run
+from site_builder.training_run import corpus_window
 
 SEED = 0
 TINY = ModelConfig(vocab_size=5, seq_len=3, emb_dim=4, num_heads=2, ff_dim=6, num_layers=1)
@@ -207,14 +205,6 @@ def cross_attention():
 
 # ------------------------------------------------------------------ the trained model
 
-def corpus_window():
-    run = trained_run()
-    text = Path(DEFAULT_CORPUS).read_text(encoding="utf-8")
-    start = text.index(WINDOW_TEXT)
-    window = text[start:start + run.model_cfg.seq_len]
-    return run, start, window, CharTokenizer(run.chars).encode(window)
-
-
 def head_stats(A):
     """Per head: mean weight on the same position, on the previous one, on position 0, and mean row entropy."""
     h, T, _ = A.shape
@@ -230,7 +220,7 @@ def head_stats(A):
 def trained_weights():
     """Run the real forward pass and trace each call of attention_forward (one per block): its
     returned cache holds the weights A, (h, T, T)."""
-    run, start, window, ids = corpus_window()
+    run, start, window, ids = corpus_window(WINDOW_TEXT)
     _, traces = trace_calls(forward, ["model.attention.attention_forward"], run.params, ids, run.model_cfg)
     return run, start, window, ids, [t.result[1]["A"] for t in traces["model.attention.attention_forward"]]
 

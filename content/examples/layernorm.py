@@ -1,18 +1,16 @@
 """Examples for the LayerNorm page. Each returns an ExampleResult built from real calls of
 model.ops.layer_norm_forward / layer_norm_backward (and, for the real rows, of the trained model)."""
 import inspect
-from pathlib import Path
 
 import numpy as np
 
 from model.config import ModelConfig
-from model.data import DEFAULT_CORPUS, CharTokenizer
 from model.gradcheck import numerical_grad
 from model.ops import layer_norm_forward, layer_norm_backward
 from model.transformer import init_params, embed_forward
 from site_builder.examples import ExampleResult, gradcheck_table, table, fmt_number, fmt_array, matrix
 from site_builder.trace import trace_locals, resolve_qualname
-from site_builder.training_run import trained_run
+from site_builder.training_run import corpus_window
 
 EPS = ModelConfig(vocab_size=1).ln_eps          # the default cfg.ln_eps, read from the dataclass
 
@@ -174,19 +172,11 @@ def eps_effect():
                          data=data)
 
 
-def corpus_window():
-    """The first 16 characters of a real line of the shipped corpus, as ids of the trained run's tokenizer."""
-    run = trained_run()
-    text = Path(DEFAULT_CORPUS).read_text(encoding="utf-8")
-    start = text.index(WINDOW_TEXT)
-    window = text[start:start + run.model_cfg.seq_len]
-    return run, start, window, CharTokenizer(run.chars).encode(window)
-
 
 def real_rows():
     """What eps does to the rows the first LayerNorm of the model really receives: at
     initialisation (init_params, seed 0) and after the cached training run."""
-    run, start, window, ids = corpus_window()
+    run, start, window, ids = corpus_window(WINDOW_TEXT)
     cfg = run.model_cfg
     rows, data = [], {}
     for label, params in ((f"init_params(seed 0)", init_params(cfg, np.random.default_rng(0))),
