@@ -265,7 +265,7 @@ def test_forward_tables_equal_a_direct_call():
 
 def test_trained_heatmaps_equal_a_direct_call(built_site):
     m = module()
-    run, _, window, ids = m.corpus_window()
+    run, _, window, ids = m.corpus_window(m.WINDOW_TEXT)
     _, c = forward(run.params, ids, run.model_cfg)
     ex = example("trained_heatmaps")()
     for l, A in enumerate(ex.data["As"]):

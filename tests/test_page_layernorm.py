@@ -164,7 +164,7 @@ def test_eps_table_equals_a_direct_call():
 def test_real_rows_table_equals_a_direct_call(built_site):
     ex = example("real_rows")()
     mod = __import__("sys").modules["content_examples_layernorm"]
-    run, _, _, ids = mod.corpus_window()
+    run, _, _, ids = mod.corpus_window(mod.WINDOW_TEXT)
     X, _ = embed_forward(ids, run.params)
     _, c = layer_norm_forward(X.copy(), run.params["b0.ln1_g"], run.params["b0.ln1_b"], run.model_cfg.ln_eps)
     vh = c["Xhat"].var(axis=-1)
