@@ -17,6 +17,7 @@ from site_builder import training_run
 from site_builder.cache import BuildCache, digest
 from site_builder.content import load_content, concepts
 from site_builder.examples import run_examples
+from site_builder.assets import insert_scripts, minify, prune_token_rules, used_token_classes
 from site_builder.links import check_links
 from site_builder.pages import PageBuilder
 from site_builder.problems import Problem, BuildFailed
@@ -25,7 +26,7 @@ from site_builder.source_index import build_index, SourceError
 from site_builder.write import write_site, output_lock
 
 SHIPPED_STATIC = ("site.css", "js/")
-SHIPPED_KATEX = ("vendor/katex/katex.min.css", "vendor/katex/fonts/", "vendor/katex/LICENSE")
+SHIPPED_FONTS = ("vendor/latinmodern-math/",)
 
 
 @dataclass
@@ -60,15 +61,17 @@ def default_config(root: Path):
     return ModelConfig(vocab_size=len(CharTokenizer(load_corpus(DEFAULT_CORPUS)).chars))
 
 
-def static_files(root: Path):
+def static_files(root: Path, token_classes: set):
+    """The shipped static files, minified; pygments.css only for the token classes in use."""
     files = {}
     static = root / "static"
-    for entry in SHIPPED_STATIC + SHIPPED_KATEX:
+    for entry in SHIPPED_STATIC + SHIPPED_FONTS:
         base = static / entry
         paths = sorted(p for p in base.rglob("*") if p.is_file()) if entry.endswith("/") else [base]
         for p in paths:
-            files["static/" + p.relative_to(static).as_posix()] = p.read_bytes()
-    files["static/pygments.css"] = pygments_css().encode()
+            rel = "static/" + p.relative_to(static).as_posix()
+            files[rel] = minify(rel, p.read_bytes())
+    files["static/pygments.css"] = minify(".css", prune_token_rules(pygments_css(), token_classes).encode())
     return files
 
 
@@ -217,7 +220,9 @@ def render_all(root, content, index, renderer, model, site_info, cache=None):
         prev_href=None, next_href=f"{nav[0]['slug']}.html" if nav else None,
         next_title=nav[0]["title"] if nav else None, **common).encode()
     origin["index.html"] = "content/site.yaml"
-    files.update(static_files(root))
+    for path in [p for p in files if p.endswith(".html")]:
+        files[path] = insert_scripts(files[path].decode(), "../" * path.count("/")).encode()
+    files.update(static_files(root, used_token_classes(v for k, v in files.items() if k.endswith(".html"))))
     refs = dict(commit=commit, references=model.references)
     files["references.json"] = (json.dumps(refs, indent=1, sort_keys=True) + "\n").encode()
     return files, origin

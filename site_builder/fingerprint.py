@@ -17,7 +17,7 @@ from pathlib import Path
 
 INPUT_DIRS = ("content", "templates", "static", "model", "tests", "site_builder", "data")
 INPUT_FILES = ("build_site.py", "pyproject.toml")
-LIBRARIES = ("numpy", "jinja2", "markdown", "pygments", "pyyaml", "quickjs", "pagefind")
+LIBRARIES = ("numpy", "jinja2", "markdown", "pygments", "pyyaml", "quickjs", "pagefind", "rcssmin", "rjsmin")
 
 
 def input_files(root: Path):

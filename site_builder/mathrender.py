@@ -1,13 +1,19 @@
-"""Render TeX to HTML at build time with KaTeX, run inside Python.
+"""Render TeX to MathML at build time with KaTeX, run inside Python.
 
 How: the vendored ``static/vendor/katex/katex.min.js`` is evaluated once per
 process in QuickJS, an embedded JavaScript engine (the ``quickjs`` package
 from PyPI: a small wheel with no Node.js needed), and ``katex.renderToString``
-is called for each equation. The pages then ship only ``katex.min.css`` and
-the woff2 fonts: no math JavaScript runs in the reader's browser, so math is
-there on first paint, with JavaScript off, and in feeds and print. KaTeX's
-default ``htmlAndMathml`` output is kept so screen readers get MathML beside
-the visual HTML.
+is called for each equation with ``output: "mathml"``. The browser lays the
+MathML out itself, in the vendored Latin Modern Math font (a font with an
+OpenType MATH table, static/vendor/latinmodern-math/): no math JavaScript and
+no math stylesheet is shipped, so math is there on first paint, with
+JavaScript off, in print, and for screen readers, which read MathML.
+
+Why MathML and not KaTeX's HTML: the HTML output positions every glyph with
+nested spans and inline styles, and it needs katex.min.css (22 KB) on every
+page. Measured on this site, KaTeX's HTML was about five times the bytes of
+the MathML it came with, and the largest single part of the heavy pages.
+MathML Core is laid out natively by Chromium (109+), Firefox and Safari.
 
 Why KaTeX and not latex2mathml (pure Python, no JS at all): latex2mathml
 draws some equations wrong without saying so (unsupported constructs come out
@@ -27,6 +33,11 @@ real LaTeX would not accept (e.g. accented letters in math mode);
 text. Each failure becomes a :class:`TexError` with KaTeX's message and the
 offset into the TeX source.
 
+Linked symbols: KaTeX's MathML drops ``\\htmlClass``, so a symbol mark
+``\\htmlClass{sym-<n>}{...}`` (site_builder/symbols.py) is rendered as
+``\\href{#sym-<n>}{...}``, whose MathML keeps its target as an attribute, and
+that attribute becomes ``class="sym-<n>"``. Only that exact form is trusted.
+
 A QuickJS context is not thread-safe, so the one shared context is guarded
 by a lock; rendering is CPU-bound anyway, so threads would not speed it up.
 """
@@ -34,6 +45,7 @@ by a lock; rendering is CPU-bound anyway, so threads would not speed it up.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from pathlib import Path
 
@@ -51,14 +63,12 @@ _RENDER_JS = r"""
 (function (tex, display, symbolClasses) {
   var options = {
     displayMode: display,
-    output: "htmlAndMathml",
+    output: "mathml",
     throwOnError: true,
-    // \\htmlClass is an HTML extension: allowed only when the build marks symbols.
-    strict: function (code) {
-      return symbolClasses && code === "htmlExtension" ? "ignore" : "error";
-    },
+    strict: "error",
+    // A symbol mark, \\href{#sym-<n>}: allowed only when the build marks symbols.
     trust: function (context) {
-      if (symbolClasses && context.command === "\\htmlClass" && /^sym-[0-9]+$/.test(context.class)) {
+      if (symbolClasses && context.command === "\\href" && /^#sym-[0-9]+$/.test(context.url)) {
         return true;
       }
       throw new katex.ParseError(
@@ -132,16 +142,34 @@ MEMO: dict = {}
 
 
 def render_tex(tex: str, display: bool, symbol_classes: bool = False) -> str:
-    """KaTeX HTML (with MathML) for ``tex``; raises TexError on bad input.
+    """KaTeX's MathML for ``tex`` (in ``<span class="katex">``, display math also in
+    ``<span class="katex-display">``); raises TexError on bad input.
 
-    symbol_classes=True trusts exactly ``\\htmlClass{sym-<digits>}{...}``, which
-    site_builder.symbols inserts to mark a concept's symbols; nothing else is trusted."""
+    symbol_classes=True marks exactly ``\\htmlClass{sym-<digits>}{...}``, which
+    site_builder.symbols inserts to mark a concept's symbols, as ``class="sym-<digits>"``
+    in the MathML; nothing else is trusted."""
     key = (tex, bool(display), bool(symbol_classes))
     if key in MEMO:
         return MEMO[key]
-    html = _render(tex, display, symbol_classes)
+    if symbol_classes:
+        html = _render(SYMBOL_MARK.sub(r"\\href{#sym-\1}", tex), display, True)
+        html = SYMBOL_TARGET.sub(r'class="sym-\1"', html)
+        html = NESTED_OPERATOR.sub(r'<mo class="\2"\1>\3</mo>', html)
+        html = SYMBOL_HREF.sub("", html)       # the annotation keeps the author's TeX only
+    else:
+        html = _render(tex, display, False)
+    html = html.replace(' xmlns="http://www.w3.org/1998/Math/MathML"', "", 1)   # implied in HTML
+    if display:
+        html = f'<span class="katex-display">{html}</span>'
     MEMO[key] = html
     return html
+
+
+SYMBOL_MARK = re.compile(r"\\htmlClass\{sym-([0-9]+)\}")
+SYMBOL_TARGET = re.compile(r'href="#sym-([0-9]+)"')
+# \mathbin{\href..{+}} comes out as <mo lspace=..><mo class=..>+</mo></mo>: one operator, spaced.
+NESTED_OPERATOR = re.compile(r'<mo((?: [a-z]+="[^"]*")*)><mo class="(sym-[0-9]+)">([^<]*)</mo></mo>')
+SYMBOL_HREF = re.compile(r"\\href\{#sym-[0-9]+\}")
 
 
 def _render(tex, display, symbol_classes):

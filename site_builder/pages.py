@@ -337,15 +337,21 @@ class PageBuilder:
             return None
         called_by = [dict(line=line, **self.fn_link(caller)) for caller, line in self.index.called_by(fn)]
         calls = [self.fn_link(q) for q in self.index.calls(fn)]
-        direct, through = [], []
+        direct, routes = [], {}
         for link in self.index.tested_by(fn):
-            entry = self.fn_link(link.test)
             if link.direct:
-                direct.append(entry)
+                direct.append(self.fn_link(link.test))
             else:
-                entry["via"] = [self.fn_link(q) for q in link.path[1:-1]]
-                through.append(entry)
-        return dict(called_by=called_by, calls=calls, tested_direct=direct, tested_through=through)
+                routes.setdefault(tuple(link.path[1:-1]), []).append(self.index.function(link.test).file)
+        return dict(called_by=called_by, calls=calls, tested_direct=direct,
+                    tested_through=[self.test_route(via, files) for via, files in routes.items()])
+
+    def test_route(self, via, test_files):
+        """Tests that reach a function through the same chain of calls, counted per test file:
+        the chain is what a reader needs; the tests' names are a click away in their file."""
+        counts = {f: test_files.count(f) for f in dict.fromkeys(test_files)}
+        return dict(via=[self.fn_link(q) for q in via], tests=len(test_files),
+                    files=[dict(label=short_file(f), href=source_url(f), count=n) for f, n in counts.items()])
 
     def flow(self, fn):
         steps = []

@@ -12,8 +12,10 @@ def test_inline_and_display_fraction():
     assert 'class="katex"' in inline
     assert "katex-display" not in inline
     assert "katex-display" in display
-    # htmlAndMathml: screen readers get MathML, with the source as annotation.
-    assert "<math" in inline and "<mfrac>" in inline
+    # MathML only: the browser lays it out; the source stays as annotation.
+    assert "<math>" in inline and "<mfrac>" in inline
+    assert "katex-html" not in display and "style=" not in display
+    assert '<math display="block">' in display
     assert r'<annotation encoding="application/x-tex">\frac{a}{b}</annotation>' in inline
 
 
@@ -97,17 +99,21 @@ def test_katex_version():
     assert (KATEX_DIR / "VERSION").read_text().splitlines()[0] == katex_version()
 
 
-def test_css_urls_point_at_vendored_files():
-    css = (KATEX_DIR / "katex.min.css").read_text(encoding="utf-8")
+def test_symbol_marks_become_classes_and_leave_the_annotation():
+    html = render_tex(r"\htmlClass{sym-3}{x} + \mathbin{\htmlClass{sym-12}{\odot}} y", display=True, symbol_classes=True)
+    assert '<mi class="sym-3">x</mi>' in html and '<mo class="sym-12" lspace="0.22em" rspace="0.22em">⊙</mo>' in html
+    assert "href" not in html and "htmlClass" not in html
+
+
+def test_symbol_mark_is_not_trusted_in_author_tex():
+    with pytest.raises(TexError, match="Untrusted command"):
+        render_tex(r"\href{#sym-1}{x}", display=False)
+
+
+def test_math_font_is_shipped_and_referenced_by_the_stylesheet():
+    root = KATEX_DIR.parent.parent
+    css = (root / "site.css").read_text(encoding="utf-8")
     urls = re.findall(r"url\(\s*['\"]?([^'\")]+)['\"]?\s*\)", css)
-    assert urls, "expected @font-face urls in katex.min.css"
-    missing = [u for u in urls if not (KATEX_DIR / u).is_file()]
-    assert missing == []
-    assert all(u.endswith(".woff2") for u in urls)
-
-
-def test_every_vendored_font_is_referenced():
-    css = (KATEX_DIR / "katex.min.css").read_text(encoding="utf-8")
-    fonts = sorted(p.name for p in (KATEX_DIR / "fonts").iterdir())
-    assert fonts and all(f.endswith(".woff2") for f in fonts)
-    assert [f for f in fonts if f"fonts/{f}" not in css] == []
+    assert "vendor/latinmodern-math/latinmodern-math.woff2" in urls
+    assert all((root / u).is_file() for u in urls)
+    assert (root / "vendor/latinmodern-math/latinmodern-math.woff2").read_bytes()[:4] == b"wOF2"

@@ -54,7 +54,7 @@ START_AXE = """([full]) => {
 
 VISIBLE_TEXT = """() => {
   const main = document.querySelector("main").cloneNode(true);
-  main.querySelectorAll("code, pre, .listing, .katex-mathml, template, script, style").forEach((e) => e.remove());
+  main.querySelectorAll("code, pre, .listing, annotation, template, script, style").forEach((e) => e.remove());
   return main.textContent;
 }"""
 
