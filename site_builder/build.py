@@ -85,10 +85,11 @@ def train_once(root: Path, refs):
         training_run.trained_run(root)
 
 
-def example_requests(content):
-    """Every example the pages run, as (ref, content file, line)."""
+def example_requests(content, slugs=None):
+    """Every example the pages run (or the pages `slugs` run), as (ref, content file, line)."""
     return [(e["run"], page.file, e.line_of("run"))
-            for page in content.pages.values() for c in concepts(page) for e in c.get("examples") or []]
+            for slug, page in content.pages.items() if slugs is None or slug in slugs
+            for c in concepts(page) for e in c.get("examples") or []]
 
 
 def page_keys(root: Path, content, index, site_info):
@@ -162,9 +163,11 @@ def gather(root: Path, problems: list, cache=None, jobs=1, memos=None):
     site_info = dict(repo_url=str(content.site.get("repo_url", "")).rstrip("/"),
                      branch=content.site.get("branch", "main"), commit=commit, config=cfg)
     renderer = Renderer(root, index, problems, memos.code if memos else None)
-    results = run_examples(root, example_requests(content), problems, cache, jobs,
-                           prepare=lambda refs: train_once(root, refs))
     keys = page_keys(root, content, index, site_info) if cache else None
+    # A page whose view model is cached needs none of its examples' results.
+    stale = [slug for slug in content.pages if not (keys and cache.has("pages", keys[slug]))]
+    results = run_examples(root, example_requests(content, stale), problems, cache, jobs,
+                           prepare=lambda refs: train_once(root, refs))
     model = PageBuilder(root, content, index, renderer, shapes, problems, site_info, cache, results).build(keys)
     model.examples_cached = sum(1 for _, from_cache in results.values() if from_cache)
     model.examples_run = len(results) - model.examples_cached

@@ -44,6 +44,11 @@ class BuildCache:
         self.hits += 1
         return value
 
+    def has(self, kind, key) -> bool:
+        """Whether an entry is stored (not counted as a hit or a miss; get may still miss on a
+        damaged entry, and callers must cope with that)."""
+        return self.folder is not None and self.path(kind, key).is_file()
+
     def table(self, kind, key) -> dict:
         """A dict stored whole (math, highlighted files): one read per build, not one per entry."""
         value = self.get(kind, key)

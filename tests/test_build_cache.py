@@ -55,7 +55,9 @@ def touch(path, line="# an edit\n"):
 def test_editing_a_model_file_reruns_exactly_the_examples_that_import_it(mini, tmp_path):
     cache = tmp_path / "cache"
     assert counts(mini, cache) == (3, 0)
-    assert counts(mini, cache) == (0, 3)
+    assert counts(mini, cache) == (0, 0)                # the page is cached: its examples are not read
+    touch(mini / "content" / "pages" / "mini.md", "A sentence.\n")
+    assert counts(mini, cache) == (0, 3)                # the page is gathered again, from cached examples
     touch(mini / "model" / "optim.py")                 # only sched imports it
     assert counts(mini, cache) == (1, 2)
     touch(mini / "model" / "gradcheck.py")             # both grad examples import it
