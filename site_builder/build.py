@@ -93,7 +93,7 @@ def example_requests(content, slugs=None):
 
 
 def page_keys(root: Path, content, index, site_info):
-    """{slug: key}: everything a page's view model is made from. Shared by every page: the
+    """({slug: key}, shared key): everything a page's view model is made from. Shared by every page: the
     model and test sources, the builder and its templates, site.yaml, every page's title,
     summary and concept functions (navigation and cross-page links), the commit and config.
     Its own: the page's file and the keys of the examples it runs."""
@@ -108,7 +108,7 @@ def page_keys(root: Path, content, index, site_info):
         site_info["commit"], repr(site_info["config"]))
     return {slug: digest(shared, (root / page.file).read_bytes(),
                          [example_key(root, e["run"]) for c in concepts(page) for e in c.get("examples") or []])
-            for slug, page in content.pages.items()}
+            for slug, page in content.pages.items()}, shared
 
 
 def cached_shapes(root: Path, cfg, cache):
@@ -131,20 +131,23 @@ class Memos:
 
     def __init__(self, cache):
         import pygments
-        from site_builder import mathrender
-        self.cache, self.mathrender = cache, mathrender
+        from site_builder import mathrender, examples
+        self.cache, self.mathrender, self.examples = cache, mathrender, examples
         self.keys = dict(math=digest("math", mathrender.KATEX_VERSION_KEY()),
-                         code=digest("pygments", pygments.__version__))
+                         code=digest("pygments", pygments.__version__),
+                         imports=digest("imports", (Path(examples.__file__).read_bytes())))
         self.math = cache.table("memo", self.keys["math"]) if cache else {}
         self.code = cache.table("memo", self.keys["code"]) if cache else {}
-        self.sizes = (len(self.math), len(self.code))
+        self.imports = cache.table("memo", self.keys["imports"]) if cache else {}
+        self.sizes = (len(self.math), len(self.code), len(self.imports))
         mathrender.MEMO.update(self.math)
+        examples.IMPORTS_MEMO.update(self.imports)
 
     def save(self):
-        self.math = dict(self.mathrender.MEMO)
-        if self.cache and (len(self.math), len(self.code)) != self.sizes:
-            self.cache.put("memo", self.keys["math"], self.math)
-            self.cache.put("memo", self.keys["code"], self.code)
+        self.math, self.imports = dict(self.mathrender.MEMO), dict(self.examples.IMPORTS_MEMO)
+        if self.cache and (len(self.math), len(self.code), len(self.imports)) != self.sizes:
+            for name in ("math", "code", "imports"):
+                self.cache.put("memo", self.keys[name], getattr(self, name))
 
 
 def gather(root: Path, problems: list, cache=None, jobs=1, memos=None):
@@ -163,7 +166,7 @@ def gather(root: Path, problems: list, cache=None, jobs=1, memos=None):
     site_info = dict(repo_url=str(content.site.get("repo_url", "")).rstrip("/"),
                      branch=content.site.get("branch", "main"), commit=commit, config=cfg)
     renderer = Renderer(root, index, problems, memos.code if memos else None)
-    keys = page_keys(root, content, index, site_info) if cache else None
+    keys, site_info["shared_key"] = page_keys(root, content, index, site_info) if cache else (None, None)
     # A page whose view model is cached needs none of its examples' results.
     stale = [slug for slug in content.pages if not (keys and cache.has("pages", keys[slug]))]
     results = run_examples(root, example_requests(content, stale), problems, cache, jobs,
@@ -202,7 +205,17 @@ def render_all(root, content, index, renderer, model, site_info, cache=None):
         origin[f"{page['slug']}.html"] = page["file"]
         if cache and html_key:
             cache.put("html", html_key, files[f"{page['slug']}.html"])
+    cites_by_file = {}
+    for (f, n), links in sorted(model.cited.items()):
+        cites_by_file.setdefault(f, []).append((n, links))
     for f in source_files:
+        # A source page is made of its file, the lines pages cite, and what every page shares.
+        source_key = digest(site_info["shared_key"], f, source_files, repr(cites_by_file.get(f))) \
+            if cache and site_info.get("shared_key") else None
+        cached = cache.get("html", source_key) if source_key else None
+        if cached is not None:
+            files[source_url(f)] = cached
+            continue
         depth = f.count("/") + 1
         rows = [dict(n=i + 1, html=h, cited=model.cited.get((f, i + 1), []))
                 for i, h in enumerate(renderer.highlighted_lines(f))]
@@ -212,6 +225,8 @@ def render_all(root, content, index, renderer, model, site_info, cache=None):
             cited_count=sum(1 for r in rows if r["cited"]), title=f, description=f"Source of {f}",
             root="../" * depth, current="source:" + f, prev_href=None, next_href=None, **common)
         files[source_url(f)] = html.encode()
+        if source_key:
+            cache.put("html", source_key, files[source_url(f)])
     from site_builder.params import count_by_group
     cfg = site_info["config"]
     size = dict(config=f"ModelConfig({', '.join(f'{k}={v}' for k, v in cfg.to_dict().items())}), vocabulary from the shipped corpus.",

@@ -197,12 +197,28 @@ def module_file(root: Path, dotted: str):
     return None
 
 
+# File digest -> the names it imports. The build loads and saves it with its cache, so an
+# unchanged file is not parsed again to compute example keys (parsing was most of their cost).
+IMPORTS_MEMO: dict = {}
+
+
 @lru_cache(maxsize=1024)
 def _imports(path: Path, stamp) -> tuple:
     """The dotted names a file imports (stamp: its mtime and size, so an edit re-reads it)."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError):
+        data = path.read_bytes()
+    except OSError:
+        return ()
+    key = digest(data)
+    if key not in IMPORTS_MEMO:
+        IMPORTS_MEMO[key] = _parse_imports(data)
+    return IMPORTS_MEMO[key]
+
+
+def _parse_imports(data: bytes) -> tuple:
+    try:
+        tree = ast.parse(data.decode("utf-8"))
+    except (UnicodeDecodeError, SyntaxError, ValueError):
         return ()
     names = []
     for node in ast.walk(tree):
