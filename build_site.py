@@ -83,4 +83,9 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    # Skip the interpreter's teardown: freeing the build's millions of objects one by one took
+    # 0.5 s of a 2 s rebuild. Everything the build writes is closed and renamed into place by now.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)

@@ -12,6 +12,12 @@ What it measures. Every case times the whole command, interpreter start included
   no-op rebuild   the same command again, nothing changed
   content edit    one sentence appended to the Markdown body of content/pages/block.md
                   (a different sentence every run, so every run really changes the file)
+  content edit, served
+                  the same edit with `build_site.py serve` running (a warm process, started
+                  once on the same cache): the time from writing the file until the server
+                  answers a request for block.html with the new sentence in it (polled
+                  every 10 ms). That is what a maintainer previewing an edit waits for. serve
+                  brings the search index up to date just after (see site_builder/serve.py).
   model edit      one comment line appended to model/ops.py (different every run). The
                   training run is cached on the syntax tree of model/*.py, so a comment does
                   not retrain it; the examples are cached on file bytes, so the examples that
@@ -37,6 +43,7 @@ the load average is printed before and after, and the spread (min, max) says how
 runs were.
 """
 import argparse
+import contextlib
 import importlib.util
 import os
 import platform
@@ -158,6 +165,55 @@ def site_steps(work: Path, scratch: Path):
             f"edit {CONTENT_FILE.as_posix()}": content, f"edit {MODEL_FILE.as_posix()}": model}
 
 
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def fetch(url: str):
+    """The body of a GET, or None while the server is not answering."""
+    import urllib.error
+    import urllib.request
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.read().decode("utf-8", "replace")
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return None
+
+
+def wait_for(condition, timeout: float, poll: float):
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        if condition():
+            return True
+        time.sleep(poll)
+    return False
+
+
+def served_steps(work: Path, scratch: Path, stack):
+    """{name: step(i)} for an edit under `serve`; the server is stopped by `stack` at the end."""
+    out, cache, port = scratch / "site", scratch / "cache", free_port()
+    server = subprocess.Popen([sys.executable, "build_site.py", "serve", "--out", str(out), "--cache-dir", str(cache),
+                               "--port", str(port)], cwd=work, env=subprocess_env(),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    stack.callback(lambda: (server.terminate(), server.wait(30)))
+    url = f"http://127.0.0.1:{port}/{CONTENT_FILE.stem}.html"
+    if not wait_for(lambda: fetch(url) is not None, 300, 0.2):
+        sys.exit("build_site.py serve did not answer within 300 s")
+
+    def content(i):
+        sentence = f"Served sentence number {i}, added to change the page."
+        start = time.perf_counter()
+        append_text(work / CONTENT_FILE, f"\n{sentence}\n")
+        if not wait_for(lambda: sentence in (fetch(url) or ""), 60, 0.01):
+            sys.exit("serve did not show the edit within 60 s")
+        return time.perf_counter() - start, "served with the new sentence"
+
+    return {f"edit {CONTENT_FILE.as_posix()}, served": content}
+
+
 def sphinx_available():
     return importlib.util.find_spec("sphinx") is not None
 
@@ -213,6 +269,8 @@ def run_all(work: Path, scratch: Path, runs: int, cold_runs: int, with_sphinx: b
         results.update(measure(pair, n))
     for name, step in site.items():  # the edits: each case starts from the state the last one left
         results.update(measure({name: step}, runs))
+    with contextlib.ExitStack() as stack:
+        results.update(measure(served_steps(work, scratch, stack), runs))
     site_results = {k: v for k, v in results.items() if not k.startswith("Sphinx")}
     sphinx_results = {k: v for k, v in results.items() if k.startswith("Sphinx")}
     return site_results, (sphinx_results or None)
@@ -241,7 +299,10 @@ def goal_lines(site, sphinx):
     return "\n".join([
         cold,
         goal(f"no-op rebuild within {GOAL_NOOP_S} s", med["no-op rebuild"], GOAL_NOOP_S),
-        goal(f"one content file within {GOAL_CONTENT_S} s", med[f"edit {CONTENT_FILE.as_posix()}"], GOAL_CONTENT_S),
+        goal(f"one content file within {GOAL_CONTENT_S} s (build command, fresh process)",
+             med[f"edit {CONTENT_FILE.as_posix()}"], GOAL_CONTENT_S),
+        goal(f"one content file within {GOAL_CONTENT_S} s (serve, edit to served page)",
+             med[f"edit {CONTENT_FILE.as_posix()}, served"], GOAL_CONTENT_S),
     ])
 
 

@@ -8,6 +8,7 @@ code. Either way the report lists every problem, and nothing is written unless i
 """
 import json
 import os
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ class BuildResult:
     seconds: float
     warnings: list
     pages_cached: int = 0
+    finish: object = None      # with defer_search: call it to bring the search index up to date
 
     def summary(self):
         return (f"built {self.pages} pages ({self.pages_cached} from cache) and {self.source_pages} source pages, "
@@ -111,6 +113,20 @@ def page_keys(root: Path, content, index, site_info):
             for slug, page in content.pages.items()}, shared
 
 
+_INDEX_MEMO = {}
+
+
+def reused_index(root: Path):
+    """The source index, built again only when a file it reads changed. Within one process
+    (serve) an edit to content reuses it; `serve` re-imports this module after a code edit."""
+    files = sorted(p for d in ("model", "tests") for p in (root / d).rglob("*.py") if "__pycache__" not in p.parts)
+    key = digest(str(root), [(p.relative_to(root).as_posix(), p.read_bytes()) for p in files])
+    if key not in _INDEX_MEMO:
+        _INDEX_MEMO.clear()
+        _INDEX_MEMO[key] = build_index(root)
+    return _INDEX_MEMO[key]
+
+
 def cached_shapes(root: Path, cfg, cache):
     """The probe runs (site_builder/shapes.py), keyed on the model and on the probing code."""
     from site_builder.shapes import infer_shapes
@@ -156,7 +172,7 @@ def gather(root: Path, problems: list, cache=None, jobs=1, memos=None):
     if any(not p.warning for p in problems):
         return None           # the rest of the pipeline trusts validated content: stop here
     try:
-        index = build_index(root)
+        index = reused_index(root)
     except SourceError as e:
         problems.append(Problem(e.file, e.line, e.message, "fix the syntax error"))
         return None
@@ -256,21 +272,23 @@ def strict_checks(index, model, problems):
                                     "document it on a page, or make it private with a leading underscore", strict=True))
 
 
-def search_index(folder: Path, problems: list, cache=None):
-    """Pagefind indexes the written pages (site_builder/search.py). A missing binary is a
-    warning (the site works, its search box does not); a failing one fails the build.
-    The index is cached on the pages' bytes: unchanged pages are not indexed again."""
+def search_index(folder: Path, problems: list, cache=None, bundle_dir: Path = None):
+    """Pagefind indexes the written pages (site_builder/search.py) into bundle_dir (by default
+    folder/pagefind). A missing binary is a warning (the site works, its search box does
+    not); a failing one fails the build. The index is cached on the pages' bytes: unchanged
+    pages are not indexed again."""
     from site_builder.search import index_site, SearchUnavailable, SearchIndexError, BUNDLE, options_key
-    pages = sorted(p for p in folder.rglob("*.html"))
+    bundle_dir = bundle_dir or folder / BUNDLE
+    pages = sorted(p for p in folder.rglob("*.html") if BUNDLE not in p.relative_to(folder).parts[:1])
     key = digest(options_key(), *[(p.relative_to(folder).as_posix(), p.read_bytes()) for p in pages])
     bundle = cache.get("search", key) if cache else None
     if bundle is not None:
         for rel, data in bundle.items():
-            (folder / BUNDLE / rel).parent.mkdir(parents=True, exist_ok=True)
-            (folder / BUNDLE / rel).write_bytes(data)
+            (bundle_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+            (bundle_dir / rel).write_bytes(data)
         return
     try:
-        out = index_site(folder)
+        out = index_site(folder, bundle_dir)
         if cache:
             cache.put("search", key, {p.relative_to(out).as_posix(): p.read_bytes()
                                       for p in sorted(out.rglob("*")) if p.is_file()})
@@ -280,9 +298,39 @@ def search_index(folder: Path, problems: list, cache=None):
         raise BuildFailed([Problem("site_builder/search.py", 0, str(e), "run pagefind by hand on the site to see why")])
 
 
-def build(root: Path, out: Path, strict=False, cache_dir=None, use_cache=True, retrain=False, jobs=None):
+def carry_search_bundle(out: Path, tmp: Path):
+    """Give the new tree the current search bundle (hard links: no bytes copied)."""
+    from site_builder.search import BUNDLE
+    shutil.copytree(out / BUNDLE, tmp / BUNDLE, copy_function=os.link)
+
+
+def refresh_search(out: Path, cache=None):
+    """Index the site in `out` again and swap the new bundle in (two renames). Until then the
+    bundle carried over from the previous build keeps the search box working."""
+    from site_builder.search import BUNDLE
+    problems, fresh = [], out.parent / f".{out.name}.search-{os.getpid()}"
+    with output_lock(out):
+        shutil.rmtree(fresh, ignore_errors=True)
+        try:
+            search_index(out, problems, cache, bundle_dir=fresh)
+            if fresh.is_dir():
+                stale = out.parent / f".{out.name}.search-old-{os.getpid()}"
+                os.rename(out / BUNDLE, stale)
+                os.rename(fresh, out / BUNDLE)
+                shutil.rmtree(stale, ignore_errors=True)
+        finally:
+            shutil.rmtree(fresh, ignore_errors=True)
+    return problems
+
+
+def build(root: Path, out: Path, strict=False, cache_dir=None, use_cache=True, retrain=False, jobs=None,
+          defer_search=False):
     """Build the site into `out`. Raises BuildFailed with every problem; writes nothing then.
-    cache_dir defaults to .build_cache/ beside the sources; use_cache=False runs everything."""
+    cache_dir defaults to .build_cache/ beside the sources; use_cache=False runs everything.
+
+    defer_search (serve): the new site goes live with the previous search bundle, and the
+    result's `finish()` indexes it afresh, so the browser reloads without waiting on Pagefind
+    (the slowest step of a one-page rebuild)."""
     t0 = time.perf_counter()
     problems = []
     cache = BuildCache((cache_dir or root / ".build_cache") if use_cache else None)
@@ -298,10 +346,14 @@ def build(root: Path, out: Path, strict=False, cache_dir=None, use_cache=True, r
     failing = [p for p in problems if not p.warning and (strict or not p.strict)]
     if failing:
         raise BuildFailed(failing)
+    from site_builder.search import BUNDLE
+    deferred = defer_search and (out / BUNDLE).is_dir()
     with output_lock(out):
-        write_site(files, out, after_write=lambda tmp: search_index(tmp, problems, cache))
+        write_site(files, out, after_write=(lambda tmp: carry_search_bundle(out, tmp)) if deferred
+                   else (lambda tmp: search_index(tmp, problems, cache)))
     memos.save()
-    return BuildResult(pages=len(model.pages) + 1, source_pages=sum(1 for f in files if f.startswith("source/")),
+    return BuildResult(finish=(lambda: refresh_search(out, cache)) if deferred else None,
+                       pages=len(model.pages) + 1, source_pages=sum(1 for f in files if f.startswith("source/")),
                        references=len(model.references), examples_run=model.examples_run, examples_cached=model.examples_cached,
                        seconds=time.perf_counter() - t0,
                        pages_cached=sum(1 for p in model.pages if p.get("from_cache")),

@@ -88,11 +88,14 @@ def options_key():
     return ("pagefind", pagefind, BUNDLE, EXCLUDE, UNUSED)
 
 
-def index_site(folder: Path) -> Path:
-    """Index the built site in `folder`; returns the bundle folder (`folder/pagefind`)."""
+def index_site(folder: Path, bundle: Path = None) -> Path:
+    """Index the built site in `folder`; returns the bundle folder (`bundle`, by default
+    `folder/pagefind`; the bundle holds no path of its own, so it can be written aside and
+    moved into place)."""
     folder = Path(folder)
+    bundle = Path(bundle) if bundle else folder / BUNDLE
     exe = pagefind_executable()
-    cmd = [str(exe), "--site", str(folder), "--output-subdir", BUNDLE, "--force-language", "en",
+    cmd = [str(exe), "--site", str(folder), "--output-path", str(bundle.resolve()), "--force-language", "en",
            "--exclude-selectors", EXCLUDE, "--silent"]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_SECONDS)
@@ -100,7 +103,6 @@ def index_site(folder: Path) -> Path:
         raise SearchIndexError(f"pagefind took over {TIMEOUT_SECONDS} s indexing {folder}") from e
     except OSError as e:
         raise SearchIndexError(f"could not run {exe}: {e}") from e
-    bundle = folder / BUNDLE
     if proc.returncode != 0 or not (bundle / "pagefind.js").is_file():
         message = (proc.stderr or proc.stdout).strip() or f"exit status {proc.returncode}"
         raise SearchIndexError(f"pagefind failed: {message}")

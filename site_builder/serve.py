@@ -21,6 +21,11 @@ Trade-offs, and why this module makes the choices it does:
   from an older import of another. This module itself is never reloaded: edit serve.py, restart.
   A rebuild that is already running cannot be interrupted; changes during a build schedule
   exactly one more build after it.
+- The search index comes last. A rebuild goes live (and the page reloads) with the previous
+  Pagefind bundle, then Pagefind indexes the new pages and that bundle is swapped in
+  (`build(defer_search=True)`): Pagefind was a third of a one-page rebuild, and a search
+  that is a second out of date is harmless while previewing. `build_site.py build` never
+  defers: its site always goes out with its own index.
 - Live reload is injected by the server into HTML responses (the files on disk stay as
   built, so two builds stay byte-identical). The injected script long-polls `/__reload`,
   which answers at once if the site state changed since the page was served, or after
@@ -513,7 +518,7 @@ class FreshBuild:
             _forget_modules(self.root)
             self._seen = now
         build = importlib.import_module("site_builder.build").build
-        return build(Path(root), Path(out), strict=False)
+        return build(Path(root), Path(out), strict=False, defer_search=True)
 
 
 class Rebuilder:
@@ -551,6 +556,13 @@ class Rebuilder:
             finally:
                 self.builds += 1
             self.log(f"{time.strftime('%H:%M:%S')} {reason}{what}")
+            finish = getattr(result, "finish", None) if ok else None
+            if callable(finish):     # the page has reloaded; now the search index catches up
+                try:
+                    finish()
+                except Exception as e:
+                    self.log(f"{time.strftime('%H:%M:%S')} search index not updated ({type(e).__name__}: {e}); "
+                             "search shows the previous build")
             return ok
 
     def request(self, changed=()):

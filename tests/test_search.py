@@ -48,3 +48,23 @@ def test_a_failing_binary_fails_the_build(monkeypatch, tmp_path):
     monkeypatch.setattr(search, "pagefind_executable", lambda: shutil.which("false"))
     with pytest.raises(BuildFailed):
         search_index(tmp_path, [])
+
+
+def test_a_deferred_index_goes_live_with_the_old_bundle_then_catches_up(built_site, tmp_path):
+    """serve's rebuild: the new pages go out with the previous bundle; finish() indexes them."""
+    pytest.importorskip("pagefind_bin")
+    from site_builder.build import carry_search_bundle, refresh_search
+    out = tmp_path / "site"
+    shutil.copytree(built_site, out)
+    before = tree(out / "pagefind")
+    page = out / "tokens.html"
+    page.write_text(page.read_text().replace("<main", "<main data-x='1'", 1).replace(
+        "</main>", "<p>zyxwvutsrq is a word no page had.</p></main>", 1))
+    new = tmp_path / "next"
+    new.mkdir()
+    carry_search_bundle(out, new)
+    assert tree(new / "pagefind") == before
+    assert refresh_search(out) == []
+    after = tree(out / "pagefind")
+    assert after != before and (out / "pagefind" / "pagefind.js").is_file()
+    assert not list(tmp_path.glob(".site.search*")), "no temporary bundle is left behind"
