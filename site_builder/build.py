@@ -6,6 +6,7 @@ Problems from every stage are collected into one list. A normal build fails on e
 (strict) also fails on broken links, undocumented public functions and equations with no
 code. Either way the report lists every problem, and nothing is written unless it passed.
 """
+import functools
 import json
 import os
 import shutil
@@ -56,11 +57,19 @@ def git_commit(root: Path):
     return out.stdout.strip() if out.returncode == 0 else None
 
 
+_VOCAB_SIZES = {}
+
+
 def default_config(root: Path):
-    """The documented config: ModelConfig defaults, with the vocabulary of the shipped corpus."""
+    """The documented config: ModelConfig defaults, with the vocabulary of the shipped corpus
+    (counted once per corpus content in a process: sorting 4.8 M characters takes a while)."""
     from model.config import ModelConfig
     from model.data import CharTokenizer, load_corpus, DEFAULT_CORPUS
-    return ModelConfig(vocab_size=len(CharTokenizer(load_corpus(DEFAULT_CORPUS)).chars))
+    text = load_corpus(DEFAULT_CORPUS)
+    if text not in _VOCAB_SIZES:
+        _VOCAB_SIZES.clear()
+        _VOCAB_SIZES[text] = len(CharTokenizer(text).chars)
+    return ModelConfig(vocab_size=_VOCAB_SIZES[text])
 
 
 def static_files(root: Path, token_classes: set):
@@ -77,14 +86,22 @@ def static_files(root: Path, token_classes: set):
     return files
 
 
-def train_once(root: Path, refs):
-    """Examples that read the training run wait for it to be trained once, here, rather
-    than training it in every worker process at the same time."""
-    from site_builder.examples import dependency_files
+def train(root: Path):
+    """The training run, trained (or read from the cache) once; returns nothing, so a worker
+    process that does it sends nothing back (the examples read it from the cache)."""
+    training_run.trained_run(root)
+
+
+def training_step(root: Path, refs, cache, retrain: bool):
+    """The training run as a SharedStep of the examples that read it. With a cache on disk it
+    trains in a worker while the examples that do not read it run; without one (or with
+    --retrain, which must train exactly once) it trains here first and workers inherit it."""
+    from site_builder.examples import SharedStep, dependency_files
     run_file = root / "site_builder" / "training_run.py"
     modules = {ref.partition(":")[0] for ref in refs}
-    if any(run_file in dependency_files(root, root / "content" / "examples" / f"{m}.py") for m in modules):
-        training_run.trained_run(root)
+    readers = {m for m in modules if run_file in dependency_files(root, root / "content" / "examples" / f"{m}.py")}
+    return SharedStep(run=functools.partial(train, root), needed_by={r for r in refs if r.partition(":")[0] in readers},
+                      in_worker=bool(cache is not None and cache.folder is not None and not retrain))
 
 
 def example_requests(content, slugs=None):
@@ -99,7 +116,15 @@ def page_keys(root: Path, content, index, site_info):
     model and test sources, the builder and its templates, site.yaml, every page's title,
     summary and concept functions (navigation and cross-page links), the commit and config.
     Its own: the page's file and the keys of the examples it runs."""
-    from site_builder.examples import example_key
+    from site_builder.examples import module_key
+    by_module = {}
+
+    def example_key(ref):       # = examples.example_key, each module's imports walked once
+        module = ref.partition(":")[0]
+        if module not in by_module:
+            by_module[module] = module_key(root, module)
+        return digest(ref, by_module[module])
+
     shared = digest(
         sorted((f, "\n".join(lines)) for f, lines in index.files.items()),
         [(p.relative_to(root).as_posix(), p.read_bytes()) for d in ("site_builder", "templates")
@@ -109,7 +134,7 @@ def page_keys(root: Path, content, index, site_info):
           [str(c.get("function")) + ":" + str(c.get("id")) for c in concepts(p)]) for slug, p in content.pages.items()],
         site_info["commit"], repr(site_info["config"]))
     return {slug: digest(shared, (root / page.file).read_bytes(),
-                         [example_key(root, e["run"]) for c in concepts(page) for e in c.get("examples") or []])
+                         [example_key(e["run"]) for c in concepts(page) for e in c.get("examples") or []])
             for slug, page in content.pages.items()}, shared
 
 
@@ -147,26 +172,33 @@ class Memos:
 
     def __init__(self, cache):
         import pygments
-        from site_builder import mathrender, examples
-        self.cache, self.mathrender, self.examples = cache, mathrender, examples
-        self.keys = dict(math=digest("math", mathrender.KATEX_VERSION_KEY()),
-                         code=digest("pygments", pygments.__version__),
-                         imports=digest("imports", (Path(examples.__file__).read_bytes())))
-        self.math = cache.table("memo", self.keys["math"]) if cache else {}
+        import yaml
+        from site_builder import content, mathrender, examples
+        self.cache, self.content = cache, content
+        # name -> (the module dict it fills, what its entries depend on besides their key)
+        self.memos = dict(math=(mathrender.MEMO, mathrender.KATEX_VERSION_KEY()),
+                          imports=(examples.IMPORTS_MEMO, Path(examples.__file__).read_bytes()),
+                          yaml=(content.YAML_MEMO, (yaml.__version__, Path(content.__file__).read_bytes())))
+        self.keys = {name: digest(name, depends) for name, (_, depends) in self.memos.items()}
+        self.keys["code"] = digest("pygments", pygments.__version__)
         self.code = cache.table("memo", self.keys["code"]) if cache else {}
-        self.imports = cache.table("memo", self.keys["imports"]) if cache else {}
-        self.sizes = (len(self.math), len(self.code), len(self.imports))
-        mathrender.MEMO.update(self.math)
-        examples.IMPORTS_MEMO.update(self.imports)
+        for name, (memo, _) in self.memos.items():
+            memo.update(cache.table("memo", self.keys[name]) if cache else {})
+        self.sizes = self.current_sizes()
+        content.YAML_USED.clear()
+
+    def current_sizes(self):
+        return [len(memo) for memo, _ in self.memos.values()] + [len(self.code)]
 
     def save(self):
-        self.math, self.imports = dict(self.mathrender.MEMO), dict(self.examples.IMPORTS_MEMO)
-        if self.cache and (len(self.math), len(self.code), len(self.imports)) != self.sizes:
-            for name in ("math", "code", "imports"):
-                self.cache.put("memo", self.keys[name], getattr(self, name))
+        if self.cache and self.current_sizes() != self.sizes:
+            for name, (memo, _) in self.memos.items():
+                keep = dict(memo) if name != "yaml" else {k: v for k, v in memo.items() if k in self.content.YAML_USED}
+                self.cache.put("memo", self.keys[name], keep)
+            self.cache.put("memo", self.keys["code"], self.code)
 
 
-def gather(root: Path, problems: list, cache=None, jobs=1, memos=None):
+def gather(root: Path, problems: list, cache=None, jobs=1, memos=None, retrain=False):
     """Everything the pages need, with no file written: content, index, shapes, view models."""
     content = load_content(root, problems)
     if any(not p.warning for p in problems):
@@ -185,8 +217,9 @@ def gather(root: Path, problems: list, cache=None, jobs=1, memos=None):
     keys, site_info["shared_key"] = page_keys(root, content, index, site_info) if cache else (None, None)
     # A page whose view model is cached needs none of its examples' results.
     stale = [slug for slug in content.pages if not (keys and cache.has("pages", keys[slug]))]
-    results = run_examples(root, example_requests(content, stale), problems, cache, jobs,
-                           prepare=lambda refs: train_once(root, refs))
+    requests = example_requests(content, stale)
+    results = run_examples(root, requests, problems, cache, jobs,
+                           shared=training_step(root, {r for r, *_ in requests}, cache, retrain))
     model = PageBuilder(root, content, index, renderer, shapes, problems, site_info, cache, results).build(keys)
     model.examples_cached = sum(1 for _, from_cache in results.values() if from_cache)
     model.examples_run = len(results) - model.examples_cached
@@ -196,7 +229,10 @@ def gather(root: Path, problems: list, cache=None, jobs=1, memos=None):
 
 def render_all(root, content, index, renderer, model, site_info, cache=None):
     """-> ({relative path: bytes}, {relative path: content file it came from})."""
-    env = make_environment(root)
+    jinja_dir = cache.folder / "jinja" if cache and cache.folder else None
+    if jinja_dir:
+        jinja_dir.mkdir(parents=True, exist_ok=True)
+    env = make_environment(root, jinja_dir)
     commit = site_info["commit"]
     built_from = (f"Built from commit {commit[:12]}" if commit else "Built outside a git checkout (no commit to cite)")
     source_files = sorted(f for f in index.files if f.startswith("model/")) + sorted(model.cited_files)
@@ -336,7 +372,7 @@ def build(root: Path, out: Path, strict=False, cache_dir=None, use_cache=True, r
     cache = BuildCache((cache_dir or root / ".build_cache") if use_cache else None)
     training_run.configure(cache, retrain)
     memos = Memos(cache if use_cache else None)
-    gathered = gather(root, problems, cache, jobs or os.cpu_count() or 1, memos)
+    gathered = gather(root, problems, cache, jobs or os.cpu_count() or 1, memos, retrain)
     if gathered is None:
         raise BuildFailed(problems)
     content, index, renderer, model, site_info = gathered

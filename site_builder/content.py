@@ -10,11 +10,13 @@ the shape checker) can point at the exact line of the content file.
 The schema is a table of allowed keys per kind of object; an unknown key gets a "did you
 mean", a missing required key names the object that lacks it. Nothing is rendered here.
 """
+import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
+from site_builder.cache import digest
 from site_builder.problems import Problem, did_you_mean
 
 
@@ -60,8 +62,23 @@ def _loader(file, offset):
     return Loader
 
 
+# digest of (text, file, offset) -> pickled (data, problem). The build loads and saves it with
+# its cache: constructing nodes that know their lines is slow in Python, and an unchanged
+# page need not be parsed again. Pickled, so every build gets objects of its own.
+YAML_MEMO: dict = {}
+YAML_USED: set = set()       # the keys this build read: only they are saved (edits would pile up)
+
+
 def parse_yaml(text, file, offset=0):
     """-> (data, problem or None). A syntax error becomes one Problem with its line."""
+    key = digest(text, file, offset)
+    YAML_USED.add(key)
+    if key not in YAML_MEMO:
+        YAML_MEMO[key] = pickle.dumps(_parse_yaml(text, file, offset), protocol=pickle.HIGHEST_PROTOCOL)
+    return pickle.loads(YAML_MEMO[key])
+
+
+def _parse_yaml(text, file, offset):
     try:
         return yaml.load(text, Loader=_loader(file, offset)), None
     except yaml.MarkedYAMLError as e:

@@ -15,6 +15,7 @@ import inspect
 import sys
 import traceback
 from functools import lru_cache
+from typing import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -280,12 +281,24 @@ def _worker(args):
     return ref, _run(root, ref, file, line, problems), problems
 
 
-def run_examples(root: Path, requests, problems: list, cache=None, jobs=1, prepare=None):
+@dataclass
+class SharedStep:
+    """Work some examples need done before they run (the training run), done once.
+
+    in_worker=True runs it in the pool beside the examples that do not need it, which start
+    at once; its result must then reach the others through the build cache. Otherwise it
+    runs in this process first, and forked workers inherit what it left in memory."""
+    run: Callable[[], object]
+    needed_by: set
+    in_worker: bool = False
+
+
+def run_examples(root: Path, requests, problems: list, cache=None, jobs=1, shared: SharedStep = None):
     """requests: (ref, content file, line). Returns {ref: (result or None, from_cache)}.
 
     Cache hits are read first; the misses run in `jobs` worker processes (fork, so each
-    starts with the builder already imported). prepare(refs) runs first, in this process,
-    with the refs about to run: shared work they need (the training run) is done once there."""
+    starts with the builder already imported), in request order, the examples that wait on
+    `shared` after it is done."""
     out, misses = {}, []
     for ref, file, line in dict(((r, (r, f, l)) for r, f, l in requests)).values():
         key = example_key(root, ref)
@@ -296,15 +309,14 @@ def run_examples(root: Path, requests, problems: list, cache=None, jobs=1, prepa
             misses.append((ref, file, line, key))
     if not misses:
         return out
-    if prepare is not None:
-        prepare([ref for ref, *_ in misses])
     args = [(root, ref, file, line) for ref, file, line, _ in misses]
+    if shared is not None and not any(ref in shared.needed_by for _, ref, *_ in args):
+        shared = None
     if jobs > 1 and len(args) > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-        with ProcessPoolExecutor(max_workers=min(jobs, len(args)), mp_context=multiprocessing.get_context("fork")) as pool:
-            results = list(pool.map(_worker, args))
+        results = _run_in_pool(args, jobs, shared)
     else:
+        if shared is not None:
+            shared.run()
         results = [_worker(a) for a in args]
     keys = {ref: key for ref, _, _, key in misses}
     for ref, result, found in results:
@@ -313,6 +325,21 @@ def run_examples(root: Path, requests, problems: list, cache=None, jobs=1, prepa
         if result is not None and cache is not None:
             cache.put("examples", keys[ref], result)
     return out
+
+
+def _run_in_pool(args, jobs, shared):
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    waits = {ref for _, ref, *_ in args if shared is not None and ref in shared.needed_by}
+    with ProcessPoolExecutor(max_workers=min(jobs, len(args)), mp_context=multiprocessing.get_context("fork")) as pool:
+        if shared is not None and not shared.in_worker:
+            shared.run()
+        first = pool.submit(shared.run) if shared is not None and shared.in_worker else None
+        futures = {a[1]: pool.submit(_worker, a) for a in args if a[1] not in waits}
+        if first is not None:
+            first.result()
+        futures.update({a[1]: pool.submit(_worker, a) for a in args if a[1] in waits})
+        return [futures[a[1]].result() for a in args]
 
 
 def run_example(root: Path, ref: str, file: str, line: int, problems: list, cache=None):

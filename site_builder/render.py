@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import markdown
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from jinja2 import Environment, FileSystemBytecodeCache, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
@@ -33,12 +33,22 @@ CODE_REF_RE = re.compile(r"\[\[\s*([\w.]+)\s*(?:\|\s*(.+?)\s*)?\]\]", re.S)
 PLACEHOLDER = "\u2063KX{}\u2063"       # an invisible separator Markdown leaves alone
 
 
-def make_environment(root: Path) -> Environment:
-    env = Environment(loader=FileSystemLoader(str(root / "templates")), autoescape=True,
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                      keep_trailing_newline=True)
-    env.filters["role_label"] = lambda role: ROLE_LABELS[role]
-    return env
+_ENVIRONMENTS = {}
+
+
+def make_environment(root: Path, bytecode_dir: Path = None) -> Environment:
+    """The one Jinja2 environment of a build. It is kept for the process (serve rebuilds reuse
+    its compiled templates; Jinja2 recompiles a template whose file changed), and with
+    bytecode_dir compiled templates are also kept on disk for the next process."""
+    key = (str(root), str(bytecode_dir))
+    if key not in _ENVIRONMENTS:
+        env = Environment(loader=FileSystemLoader(str(root / "templates")), autoescape=True,
+                          undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                          keep_trailing_newline=True,
+                          bytecode_cache=FileSystemBytecodeCache(str(bytecode_dir)) if bytecode_dir else None)
+        env.filters["role_label"] = lambda role: ROLE_LABELS[role]
+        _ENVIRONMENTS[key] = env
+    return _ENVIRONMENTS[key]
 
 
 def source_url(file):
