@@ -132,8 +132,10 @@ def _python_index(tex: str, utf16_offset: int) -> int:
 
 
 def KATEX_VERSION_KEY():
-    """What the memo is keyed on: the vendored KaTeX file itself (its version and any edit)."""
-    return (KATEX_DIR / "katex.min.js").stat().st_size, (KATEX_DIR / "VERSION").read_text()
+    """What the memo is keyed on: the vendored KaTeX file itself (its version and any edit),
+    and this module, which post-processes what KaTeX returns."""
+    return ((KATEX_DIR / "katex.min.js").stat().st_size, (KATEX_DIR / "VERSION").read_text(),
+            Path(__file__).read_bytes())
 
 
 # Successful renders, keyed on the input; the build loads and saves it with its cache

@@ -1,6 +1,6 @@
 // Source pages: #L113 marks one line (CSS :target), #L113-L116 marks a range. A range has no
 // element of its own, so this script marks its rows and scrolls to the first. Without
-// JavaScript the browser stays at the top of the file and the line numbers still link.
+// JavaScript the browser stays at the top of the file; a #L113 link still lands on its line.
 (() => {
   "use strict";
   const RANGE = /^#L(\d+)-L(\d+)$/;

@@ -24,6 +24,17 @@
     });
   }
 
+  // Line numbers of listings are plain text (a link on every line was a tenth of the bytes
+  // of a page). A click opens that line on the source page (data-src on the listing), or on a
+  // source page puts the line in the URL. Each listing's heading links to its lines anyway.
+  document.addEventListener("click", (event) => {
+    const cell = event.target.closest ? event.target.closest(".code-table td.ln") : null;
+    if (!cell) return;
+    const row = cell.parentElement, src = row.closest("table").dataset.src;
+    if (src && row.dataset.line) location.href = `${src}#L${row.dataset.line}`;
+    else if (row.id) location.hash = row.id;
+  });
+
   // Keyboard: p / n go to the previous / next page (the <link rel> in <head>).
   // Ignored while typing, and with modifier keys (so browser shortcuts keep working).
   const keys = document.querySelector(".footer .keys");
