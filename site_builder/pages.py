@@ -354,6 +354,10 @@ class PageBuilder:
                     files=[dict(label=short_file(f), href=source_url(f), count=n) for f, n in counts.items()])
 
     def flow(self, fn):
+        try:
+            self.index.function(fn)
+        except KeyError:
+            return None          # the concept's function is not indexed: resolving it reported that
         steps = []
         for st in self.index.flow_steps(fn):
             f = self.index.function(fn)

@@ -127,6 +127,13 @@ def test_unresolvable_references(mini, old, new, needle):
     assert line.startswith("content/pages/mini.md:14:")
 
 
+def test_a_misspelled_function_with_a_flow_is_one_problem(mini):
+    # found by tests/test_fuzz_content.py: the flow diagram asked the index for the function
+    page = PAGE.replace("function: model.gradcheck.rel_error\n", "function: model.gradcheck.rel_eror\n    flow: true\n")
+    line = only(problems_of(mini, page), "did you mean model.gradcheck.rel_error")
+    assert line.startswith("content/pages/mini.md:6:")
+
+
 def test_missing_test_reference(mini):
     page = PAGE.replace('snippet: "return float("}', 'snippet: "return float("}\n          - {role: tests, function: tests.test_nothing.test_x, snippet: "x"}')
     assert only(problems_of(mini, page), "tests.test_nothing").startswith("content/pages/mini.md:15:")
