@@ -372,6 +372,31 @@ def test_rebuilds_never_overlap_and_changes_during_a_build_cause_one_more(tmp_pa
     assert any("and 9 more changed" in line for line in logs), logs
 
 
+def test_the_search_index_catches_up_after_the_site_goes_live(tmp_path):
+    """build(defer_search=True) returns finish(): the rebuilder marks the site built (the
+    browser reloads) first, then calls it; a failing finish is one log line, the site stays good."""
+    order, state = [], SiteState()
+
+    def build_with_finish(fail):
+        def finish():
+            order.append(("finish", None))
+            if fail:
+                raise RuntimeError("pagefind broke")
+        result = Summary("built")
+        result.finish = finish
+        return lambda root, out: result
+
+    for fail in (False, True):
+        logs = []
+        r = Rebuilder(build_with_finish(fail), tmp_path, tmp_path / "site", state, log=logs.append)
+        original = state.succeeded
+        state.succeeded = lambda: (order.append(("live", None)), original())[1]
+        assert r.run_once() is True
+        state.succeeded = original
+        assert [o for o, _ in order[-2:]] == ["live", "finish"]
+        assert any("search index not updated (RuntimeError: pagefind broke)" in line for line in logs) == fail
+
+
 def test_code_changes_make_the_real_build_reimport_the_project(tmp_path, monkeypatch):
     from site_builder import serve as serve_module
     pkg = tmp_path / "model"
