@@ -86,21 +86,27 @@ def static_files(root: Path, token_classes: set):
     return files
 
 
-def train(root: Path):
-    """The training run, trained (or read from the cache) once; returns nothing, so a worker
-    process that does it sends nothing back (the examples read it from the cache)."""
+def train_language_model(root: Path):
+    """The training run the pages show, trained (or read from the cache) once; returns nothing,
+    so a worker process that does it sends nothing back (the examples read it from the cache)."""
     training_run.trained_run(root)
 
 
+def train_reversal(root: Path):
+    """The encoder-decoder's run on the reversal task, likewise."""
+    training_run.reversal_run(root)
+
+
 def training_step(root: Path, refs, cache, retrain: bool):
-    """The training run as a SharedStep of the examples that read it. With a cache on disk it
-    trains in a worker while the examples that do not read it run; without one (or with
-    --retrain, which must train exactly once) it trains here first and workers inherit it."""
+    """The training runs as a SharedStep of the examples that read them. With a cache on disk
+    they train in workers while the examples that do not read them run; without one (or with
+    --retrain, which must train exactly once) they train here first and workers inherit them."""
     from site_builder.examples import SharedStep, dependency_files
     run_file = root / "site_builder" / "training_run.py"
     modules = {ref.partition(":")[0] for ref in refs}
     readers = {m for m in modules if run_file in dependency_files(root, root / "content" / "examples" / f"{m}.py")}
-    return SharedStep(run=functools.partial(train, root), needed_by={r for r in refs if r.partition(":")[0] in readers},
+    return SharedStep(runs=(functools.partial(train_language_model, root), functools.partial(train_reversal, root)),
+                      needed_by={r for r in refs if r.partition(":")[0] in readers},
                       in_worker=bool(cache is not None and cache.folder is not None and not retrain))
 
 

@@ -15,7 +15,6 @@ import inspect
 import sys
 import traceback
 from functools import lru_cache
-from typing import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -283,14 +282,19 @@ def _worker(args):
 
 @dataclass
 class SharedStep:
-    """Work some examples need done before they run (the training run), done once.
+    """Work some examples need done before they run (the training runs), done once.
 
-    in_worker=True runs it in the pool beside the examples that do not need it, which start
-    at once; its result must then reach the others through the build cache. Otherwise it
-    runs in this process first, and forked workers inherit what it left in memory."""
-    run: Callable[[], object]
+    runs: independent callables (picklable). in_worker=True runs each in the pool beside the
+    examples that do not need them, which start at once; their results must then reach the
+    others through the build cache. Otherwise they run in this process first, and forked
+    workers inherit what they left in memory."""
+    runs: tuple
     needed_by: set
     in_worker: bool = False
+
+    def run_here(self):
+        for run in self.runs:
+            run()
 
 
 def run_examples(root: Path, requests, problems: list, cache=None, jobs=1, shared: SharedStep = None):
@@ -316,7 +320,7 @@ def run_examples(root: Path, requests, problems: list, cache=None, jobs=1, share
         results = _run_in_pool(args, jobs, shared)
     else:
         if shared is not None:
-            shared.run()
+            shared.run_here()
         results = [_worker(a) for a in args]
     keys = {ref: key for ref, _, _, key in misses}
     for ref, result, found in results:
@@ -333,11 +337,11 @@ def _run_in_pool(args, jobs, shared):
     waits = {ref for _, ref, *_ in args if shared is not None and ref in shared.needed_by}
     with ProcessPoolExecutor(max_workers=min(jobs, len(args)), mp_context=multiprocessing.get_context("fork")) as pool:
         if shared is not None and not shared.in_worker:
-            shared.run()
-        first = pool.submit(shared.run) if shared is not None and shared.in_worker else None
+            shared.run_here()
+        first = [pool.submit(run) for run in shared.runs] if shared is not None and shared.in_worker else []
         futures = {a[1]: pool.submit(_worker, a) for a in args if a[1] not in waits}
-        if first is not None:
-            first.result()
+        for f in first:
+            f.result()
         futures.update({a[1]: pool.submit(_worker, a) for a in args if a[1] in waits})
         return [futures[a[1]].result() for a in args]
 

@@ -7,7 +7,7 @@ import pytest
 from site_builder.build import build
 from site_builder.cache import BuildCache
 from site_builder.examples import example_key
-from tests.conftest import mini_repo
+from tests.conftest import ROOT, mini_repo
 from tests.test_build_errors import SITE, PAGE as ERRORS_PAGE
 
 PAGE = ERRORS_PAGE[:ERRORS_PAGE.index("    symbols:")] + """    examples:
@@ -104,3 +104,24 @@ def test_editing_one_page_regathers_that_page_only(mini, tmp_path):
     build(mini, fresh, use_cache=False)
     files = lambda d: {p.relative_to(d).as_posix(): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
     assert files(mini / "site") == files(fresh)
+
+
+def test_retrain_trains_each_run_once_per_build(tmp_path, monkeypatch):
+    """--retrain ignores the cache once per run and build; the examples that read a run after
+    that get the one just trained (it used to retrain for every example)."""
+    from types import SimpleNamespace
+    from model import train_seq2seq
+    from site_builder import training_run
+    trained = []
+    monkeypatch.setattr(training_run, "run_training", lambda root, cfg: trained.append("lm") or SimpleNamespace())
+    real = train_seq2seq.train
+    monkeypatch.setattr(train_seq2seq, "train", lambda **kw: trained.append("reversal") or real(**kw))
+    monkeypatch.setattr(training_run, "_state", {"cache": BuildCache(None), "retrain": False})
+    small = dict(steps=2, eval_every=2, num_eval=2, log_every=1)
+    for retrain, expected in ((False, ["lm", "reversal"]), (False, []), (True, ["lm", "reversal"])):
+        training_run.configure(BuildCache(tmp_path / "cache"), retrain)
+        trained.clear()
+        for _ in range(3):       # three examples reading each run
+            training_run.trained_run(ROOT)
+            training_run.reversal_run(ROOT, **small)
+        assert trained == expected

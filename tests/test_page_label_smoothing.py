@@ -103,9 +103,28 @@ def test_floor_example_equals_a_direct_call():
 def test_trained_example_helper_matches_train(monkeypatch):
     """The trained-model example with a 5-step run (the page's run is cached by the build)."""
     mod = load_example(ROOT, "label_smoothing:trained_model").__globals__
-    monkeypatch.setitem(mod, "RUN_STEPS", 5)
-    monkeypatch.setitem(mod, "RUN_NUM_EVAL", 10)
+    small = dict(mod["RUN"], steps=5, eval_every=5, num_eval=10)
+    monkeypatch.setitem(mod, "RUN", small)
     r = load_example(ROOT, "label_smoothing:trained_model")()
-    direct = task.train(steps=5, seed=EX["SEED"], out=None, eval_every=5, num_eval=10, progress=False)
+    direct = task.train(out=None, progress=False, **small)
     assert r.data["final"] == direct["final_loss"] and r.data["floor"] == direct["loss_floor"]
     assert r.data["held_loss"] > r.data["floor"] and len(r.data["p_right"]) > 0
+
+
+def test_the_trained_model_is_the_encoder_decoder_pages_run(monkeypatch):
+    """Both pages read one run, trained once per process (and cached by the build)."""
+    from site_builder import training_run
+    assert EX["RUN"] is training_run.REVERSAL_RUN
+    s2s_ex = load_example(ROOT, "seq2seq:reversal_run").__globals__
+    assert (s2s_ex["RUN_STEPS"], s2s_ex["RUN_EVAL_EVERY"], s2s_ex["RUN_NUM_EVAL"], s2s_ex["RUN_LOG_EVERY"],
+            s2s_ex["SEED"]) == tuple(training_run.REVERSAL_RUN[k] for k in
+                                     ("steps", "eval_every", "num_eval", "log_every", "seed"))
+    calls = []
+    real = task.train
+    monkeypatch.setattr(task, "train", lambda **kw: calls.append(kw) or real(**kw))
+    monkeypatch.setitem(training_run._state, "reversal", {})
+    first = training_run.reversal_run(steps=3, eval_every=3, num_eval=4, log_every=1)
+    again = training_run.reversal_run(steps=3, eval_every=3, num_eval=4, log_every=1)
+    assert again is first and len(calls) <= 1     # 0 when the build cache already holds it
+    assert [m["step"] for m in first["metrics"] if "loss" in m] == [1, 2, 3]
+    assert "elapsed_s" not in first["metrics"][0] and "wall_s" not in first["result"]

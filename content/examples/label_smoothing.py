@@ -11,9 +11,11 @@ from model.ops import smoothed_targets, cross_entropy_forward, cross_entropy_bac
 from site_builder.examples import ExampleResult, matrix, table, figure, fmt_number, fmt_array, config_label
 from site_builder.plots import line_plot
 from site_builder.trace import trace_locals
+from site_builder import training_run
 
 SEED = 0
-RUN_STEPS, RUN_NUM_EVAL = 250, 200      # the run of the encoder-decoder page, repeated here
+# The run of the encoder-decoder page, the same one: trained once per build for both pages.
+RUN = training_run.REVERSAL_RUN
 EPS_GRID = [i / 100 for i in range(0, 31)]
 _MEMO = {}
 
@@ -106,10 +108,10 @@ def floor_of_the_task():
 def trained_model():
     """A real run of train() (the one of the encoder-decoder page): its loss against the floor, and
     the probability the trained model gives the right token on held-out pairs."""
-    r = task.train(steps=RUN_STEPS, seed=SEED, out=None, eval_every=RUN_STEPS, num_eval=RUN_NUM_EVAL, progress=False)
+    r = training_run.reversal_run(**RUN)["result"]
     cfg, params = r["cfg"], r["params"]
     V, eps = cfg.tgt_vocab_size, cfg.label_smoothing
-    src, lengths = task.sample_sources(RUN_NUM_EVAL, np.random.default_rng([SEED, 1]))    # train's held-out set
+    src, lengths = task.sample_sources(RUN["num_eval"], np.random.default_rng([RUN["seed"], 1]))   # train's held-out set
     tgt_in, tgt_out = task.make_targets(src, lengths)
     logits, _ = s2s.forward(params, src, tgt_in, cfg)
     held_loss, _ = cross_entropy_forward(logits, tgt_out, eps)
@@ -130,7 +132,7 @@ def trained_model():
                     "Probability of the right token, every held-out position", "held-out positions, sorted",
                     "probability")
     return ExampleResult([table(["", "Value"], rows), figure(svg)],
-                         f"train(steps={RUN_STEPS}, seed={SEED}, eval_every={RUN_STEPS}, num_eval={RUN_NUM_EVAL}), "
+                         f"train({', '.join(f'{k}={v}' for k, v in RUN.items())}), the encoder-decoder page's run, "
                          "then forward on train's held-out sources",
                          data=dict(held_loss=held_loss, floor=r["loss_floor"], final=r["final_loss"],
                                    median=float(np.median(p_right)), q_hit=q_hit, p_right=p_right))

@@ -1,9 +1,6 @@
 """Examples for the encoder-decoder page. Each returns an ExampleResult built from real calls of
 model.seq2seq and model.train_seq2seq."""
-import json
 import re
-import tempfile
-from pathlib import Path
 
 import numpy as np
 
@@ -18,6 +15,7 @@ from site_builder.examples import (ExampleResult, steps_table, matrix, gradcheck
                                    figure, fmt_number, fmt_array, config_label, value_of)
 from site_builder.plots import line_plot, heatmap
 from site_builder.trace import trace_locals
+from site_builder import training_run
 
 SEED = 0
 # A tiny model: two layers on each side (so the memory gradient has two shares), two heads.
@@ -31,7 +29,8 @@ GREEDY_BOS, GREEDY_EOS = 1, 2     # the task's BOS and EOS ids
 TINY_SOURCE = f"init_params({config_label(TINY)}, np.random.default_rng({SEED}))"
 
 # The reversal task's run on this page: the same length as tests/test_seq2seq.py's short run.
-RUN_STEPS, RUN_EVAL_EVERY, RUN_NUM_EVAL, RUN_LOG_EVERY = 250, 50, 200, 10
+RUN_STEPS, RUN_EVAL_EVERY, RUN_NUM_EVAL, RUN_LOG_EVERY = (training_run.REVERSAL_RUN[k] for k in
+                                                         ("steps", "eval_every", "num_eval", "log_every"))
 
 
 def tiny_params():
@@ -381,12 +380,12 @@ def task_examples():
 
 
 def reversal_run(steps=RUN_STEPS, eval_every=RUN_EVAL_EVERY, num_eval=RUN_NUM_EVAL, log_every=RUN_LOG_EVERY):
-    """A real run of model.train_seq2seq.train: its metrics.jsonl read back, and greedy decodes of
-    held-out sources with the parameters it returns."""
-    with tempfile.TemporaryDirectory() as out:
-        r = task.train(steps=steps, seed=SEED, out=out, eval_every=eval_every, num_eval=num_eval,
-                       log_every=log_every, progress=False)
-        metrics = [json.loads(line) for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]
+    """A real run of model.train_seq2seq.train (trained once per build for this page and the
+    label smoothing page, site_builder/training_run.py): its metrics.jsonl read back, and greedy
+    decodes of held-out sources with the parameters it returns."""
+    run = training_run.reversal_run(steps=steps, seed=SEED, eval_every=eval_every, num_eval=num_eval,
+                                    log_every=log_every)
+    r, metrics = run["result"], run["metrics"]
     losses = [(m["step"], m["loss"]) for m in metrics if "loss" in m]
     evals = [(m["step"], m["val_exact_match"], m["val_token_acc"]) for m in metrics if "val_exact_match" in m]
     floor = r["loss_floor"]
