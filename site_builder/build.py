@@ -5,6 +5,15 @@ Problems from every stage are collected into one list. A normal build fails on e
 (a reference that no longer resolves, a TeX error, an example that raises); `check`
 (strict) also fails on broken links, undocumented public functions and equations with no
 code. Either way the report lists every problem, and nothing is written unless it passed.
+
+What a rebuild reuses (benchmarks/build_speed.py measures it), from the build cache on disk:
+the examples (keyed on their code and what it imports), the training runs (on the syntax
+tree of model/*.py), each page's view model and HTML (on its inputs: a cached page reads
+none of its examples' results), each source page's HTML, the probe shapes, KaTeX's output,
+highlighted files, parsed YAML, import lists, compiled templates and the search bundle.
+Within one process (serve) also the source index, the Jinja2 environment, the link scan and
+the corpus vocabulary. A cold build trains the runs in workers beside the examples that do
+not read them.
 """
 import functools
 import json
