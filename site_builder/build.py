@@ -350,9 +350,16 @@ def search_index(folder: Path, problems: list, cache=None, bundle_dir: Path = No
 
 
 def carry_search_bundle(out: Path, tmp: Path):
-    """Give the new tree the current search bundle (hard links: no bytes copied)."""
+    """Give the new tree the current search bundle (hard links where the file system has
+    them: no bytes copied)."""
     from site_builder.search import BUNDLE
-    shutil.copytree(out / BUNDLE, tmp / BUNDLE, copy_function=os.link)
+
+    def link_or_copy(src, dst):
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+    shutil.copytree(out / BUNDLE, tmp / BUNDLE, copy_function=link_or_copy)
 
 
 def refresh_search(out: Path, cache=None):
