@@ -106,16 +106,22 @@ def train_reversal(root: Path):
     training_run.reversal_run(root)
 
 
+def training_readers(root: Path, refs) -> set:
+    """The examples among refs whose modules import site_builder/training_run.py."""
+    from site_builder.examples import dependency_files
+    run_file = root / "site_builder" / "training_run.py"
+    modules = {ref.partition(":")[0] for ref in refs}
+    readers = {m for m in modules if run_file in dependency_files(root, root / "content" / "examples" / f"{m}.py")}
+    return {r for r in refs if r.partition(":")[0] in readers}
+
+
 def training_step(root: Path, refs, cache, retrain: bool):
     """The training runs as a SharedStep of the examples that read them. With a cache on disk
     they train in workers while the examples that do not read them run; without one (or with
     --retrain, which must train exactly once) they train here first and workers inherit them."""
-    from site_builder.examples import SharedStep, dependency_files
-    run_file = root / "site_builder" / "training_run.py"
-    modules = {ref.partition(":")[0] for ref in refs}
-    readers = {m for m in modules if run_file in dependency_files(root, root / "content" / "examples" / f"{m}.py")}
+    from site_builder.examples import SharedStep
     return SharedStep(runs=(functools.partial(train_language_model, root), functools.partial(train_reversal, root)),
-                      needed_by={r for r in refs if r.partition(":")[0] in readers},
+                      needed_by=training_readers(root, refs),
                       in_worker=bool(cache is not None and cache.folder is not None and not retrain))
 
 
@@ -230,10 +236,16 @@ def gather(root: Path, problems: list, cache=None, jobs=1, memos=None, retrain=F
                      branch=content.site.get("branch", "main"), commit=commit, config=cfg)
     renderer = Renderer(root, index, problems, memos.code if memos else None)
     keys, site_info["shared_key"] = page_keys(root, content, index, site_info) if cache else (None, None)
+    # --retrain: the runs train again, and every example that reads them runs again, on pages
+    # gathered again (their cache entries are left as they are: the same keys, the same bytes).
+    retrained = training_readers(root, {r for r, *_ in example_requests(content)}) if retrain else set()
+    if keys and retrained:
+        keys = {slug: None if {r for r, *_ in example_requests(content, [slug])} & retrained else key
+                for slug, key in keys.items()}
     # A page whose view model is cached needs none of its examples' results.
-    stale = [slug for slug in content.pages if not (keys and cache.has("pages", keys[slug]))]
+    stale = [slug for slug in content.pages if not (keys and keys[slug] and cache.has("pages", keys[slug]))]
     requests = example_requests(content, stale)
-    results = run_examples(root, requests, problems, cache, jobs,
+    results = run_examples(root, requests, problems, cache, jobs, rerun=retrained,
                            shared=training_step(root, {r for r, *_ in requests}, cache, retrain))
     model = PageBuilder(root, content, index, renderer, shapes, problems, site_info, cache, results).build(keys)
     model.examples_cached = sum(1 for _, from_cache in results.values() if from_cache)

@@ -297,16 +297,17 @@ class SharedStep:
             run()
 
 
-def run_examples(root: Path, requests, problems: list, cache=None, jobs=1, shared: SharedStep = None):
+def run_examples(root: Path, requests, problems: list, cache=None, jobs=1, shared: SharedStep = None,
+                 rerun=frozenset()):
     """requests: (ref, content file, line). Returns {ref: (result or None, from_cache)}.
 
-    Cache hits are read first; the misses run in `jobs` worker processes (fork, so each
-    starts with the builder already imported), in request order, the examples that wait on
-    `shared` after it is done."""
+    Cache hits are read first (except for the refs in `rerun`); the misses run in `jobs`
+    worker processes (fork, so each starts with the builder already imported), in request
+    order, the examples that wait on `shared` after it is done."""
     out, misses = {}, []
     for ref, file, line in dict(((r, (r, f, l)) for r, f, l in requests)).values():
         key = example_key(root, ref)
-        cached = cache.get("examples", key) if cache is not None else None
+        cached = cache.get("examples", key) if cache is not None and ref not in rerun else None
         if cached is not None:
             out[ref] = (cached, True)
         else:

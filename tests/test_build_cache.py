@@ -125,3 +125,38 @@ def test_retrain_trains_each_run_once_per_build(tmp_path, monkeypatch):
             training_run.trained_run(ROOT)
             training_run.reversal_run(ROOT, **small)
         assert trained == expected
+
+
+RUN_READER = """from site_builder import training_run
+from site_builder.examples import ExampleResult, table
+
+
+def reader():
+    return ExampleResult([table(["trained"], [[training_run.trained_run().label]])], "the run")
+"""
+
+
+def test_retrain_trains_again_and_reruns_exactly_the_examples_that_read_the_runs(tmp_path, monkeypatch):
+    """--retrain with a warm cache: the runs train again, the examples reading them run again,
+    the others stay cached (it used to do nothing once pages and examples were cached)."""
+    from types import SimpleNamespace
+    from site_builder import training_run
+    trained, runs = [], iter(range(1, 10))
+    monkeypatch.setattr(training_run, "run_training",
+                        lambda root, cfg: trained.append("lm") or SimpleNamespace(label=f"run {next(runs)}"))
+    monkeypatch.setattr(training_run, "_state", {"cache": BuildCache(None), "retrain": False})
+    monkeypatch.setattr(training_run, "reversal_run", lambda root=None, **kw: trained.append("reversal"))
+    page = PAGE.replace('      - {title: A schedule, run: "sched:schedule"}',
+                        '      - {title: A schedule, run: "sched:schedule"}\n      - {title: The run, run: "runs:reader"}')
+    mini = mini_repo(tmp_path, SITE, page, {"grad": GRAD, "sched": SCHED, "runs": RUN_READER})
+    cache = tmp_path / "cache"
+    first = build(mini, mini / "site", cache_dir=cache, jobs=1)
+    assert (first.examples_run, trained) == (4, ["lm", "reversal"])
+    assert "run 1" in (mini / "site" / "mini.html").read_text()
+    trained.clear()
+    again = build(mini, mini / "site", cache_dir=cache, jobs=1)
+    assert (again.examples_run, again.pages_cached, trained) == (0, 1, [])
+    retrained = build(mini, mini / "site", cache_dir=cache, jobs=1, retrain=True)
+    assert trained == ["lm", "reversal"]
+    assert (retrained.examples_run, retrained.examples_cached, retrained.pages_cached) == (1, 3, 0)
+    assert "run 2" in (mini / "site" / "mini.html").read_text()
