@@ -29,7 +29,7 @@ def main(argv=None):
     parser.add_argument("--no-cache", action="store_true", help="run every example; read and write no cache")
     parser.add_argument("--clean", action="store_true", help="delete the build cache first")
     parser.add_argument("--jobs", type=int, default=None, help="worker processes for examples (default: one per core)")
-    parser.add_argument("--retrain", action="store_true", help="rerun the training run the site shows")
+    parser.add_argument("--retrain", action="store_true", help="train the runs the site shows again, and rerun the examples that read them")
     parser.add_argument("--cache-dir", type=Path, default=ROOT / ".build_cache", help="the build cache (default .build_cache/)")
     args = parser.parse_args(argv)
 
