@@ -137,15 +137,7 @@ def page_keys(root: Path, content, index, site_info):
     model and test sources, the builder and its templates, site.yaml, every page's title,
     summary and concept functions (navigation and cross-page links), the commit and config.
     Its own: the page's file and the keys of the examples it runs."""
-    from site_builder.examples import module_key
-    by_module = {}
-
-    def example_key(ref):       # = examples.example_key, each module's imports walked once
-        module = ref.partition(":")[0]
-        if module not in by_module:
-            by_module[module] = module_key(root, module)
-        return digest(ref, by_module[module])
-
+    from site_builder.examples import example_keys
     shared = digest(
         sorted((f, "\n".join(lines)) for f, lines in index.files.items()),
         [(p.relative_to(root).as_posix(), p.read_bytes()) for d in ("site_builder", "templates")
@@ -154,8 +146,9 @@ def page_keys(root: Path, content, index, site_info):
         [(slug, str(p.meta.get("title")), str(p.meta.get("summary")),
           [str(c.get("function")) + ":" + str(c.get("id")) for c in concepts(p)]) for slug, p in content.pages.items()],
         site_info["commit"], repr(site_info["config"]))
+    keys = example_keys(root, [ref for ref, _, _ in example_requests(content)])
     return {slug: digest(shared, (root / page.file).read_bytes(),
-                         [example_key(e["run"]) for c in concepts(page) for e in c.get("examples") or []])
+                         [keys[e["run"]] for c in concepts(page) for e in c.get("examples") or []])
             for slug, page in content.pages.items()}, shared
 
 

@@ -258,7 +258,18 @@ def _file_digest(path: Path, stamp) -> str:
 
 def example_key(root: Path, ref: str):
     """Everything an example's numbers depend on: its own code and what it imports, NumPy."""
-    return digest(ref, module_key(root, ref.partition(":")[0]))
+    return example_keys(root, [ref])[ref]
+
+
+def example_keys(root: Path, refs) -> dict:
+    """{ref: example_key(root, ref)}, walking each module's imports once."""
+    modules, keys = {}, {}
+    for ref in refs:
+        module = ref.partition(":")[0]
+        if module not in modules:
+            modules[module] = module_key(root, module)
+        keys[ref] = digest(ref, modules[module])
+    return keys
 
 
 def module_key(root: Path, module_name: str):
@@ -305,8 +316,10 @@ def run_examples(root: Path, requests, problems: list, cache=None, jobs=1, share
     worker processes (fork, so each starts with the builder already imported), in request
     order, the examples that wait on `shared` after it is done."""
     out, misses = {}, []
-    for ref, file, line in dict(((r, (r, f, l)) for r, f, l in requests)).values():
-        key = example_key(root, ref)
+    unique = list(dict(((r, (r, f, l)) for r, f, l in requests)).values())
+    keys = example_keys(root, [ref for ref, _, _ in unique])
+    for ref, file, line in unique:
+        key = keys[ref]
         cached = cache.get("examples", key) if cache is not None and ref not in rerun else None
         if cached is not None:
             out[ref] = (cached, True)

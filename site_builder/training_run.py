@@ -57,10 +57,29 @@ def code_fingerprint(path: Path) -> str:
         return text
 
 
+def model_fingerprint(root: Path) -> list:
+    """The syntax trees of model/*.py, by file name: what every training run depends on."""
+    return [(p.name, code_fingerprint(p)) for p in sorted((root / "model").glob("*.py"))]
+
+
 def source_key(root: Path, train_cfg, corpus: Path):
-    sources = sorted((root / "model").glob("*.py"))
-    return digest(*[(p.name, code_fingerprint(p)) for p in sources], corpus.read_bytes(), repr(train_cfg),
+    return digest(*model_fingerprint(root), corpus.read_bytes(), repr(train_cfg),
                   np.__version__, SNAPSHOT_STEPS, SAMPLE_PROMPT, SAMPLE_LENGTH, SAMPLE_SEED)
+
+
+def _cached_run(kind: str, key: str, compute):
+    """compute() once per key: held in memory for the process (one run per kind), stored in the
+    build cache; --retrain ignores both once per kind and build."""
+    held = _state.setdefault("held", {})
+    if kind in held and held[kind][0] == key and not _retrain(kind):
+        return held[kind][1]
+    run = None if _retrain(kind) else _state["cache"].get("training", key)
+    if run is None:
+        run = compute()
+        _state["cache"].put("training", key, run)
+        _state.setdefault("retrained", set()).add(kind)
+    held[kind] = (key, run)
+    return run
 
 
 def run_training(root: Path, train_cfg):
@@ -92,17 +111,12 @@ def trained_run(root: Path | None = None, steps: int = max(SNAPSHOT_STEPS)) -> T
     root = root or Path(__file__).resolve().parent.parent
     train_cfg = TrainConfig(steps=steps)
     key = source_key(root, train_cfg, Path(DEFAULT_CORPUS))
-    cache, held = _state["cache"], _state.get("run")
-    if held and held[0] == key and not _retrain("language model"):
-        return held[1]           # trained (or read) once in this process already
-    run = None if _retrain("language model") else cache.get("training", key)
-    if run is None:
+
+    def compute():
         run = run_training(root, train_cfg)
         run.commit_key = key[:12]
-        cache.put("training", key, run)
-        _state.setdefault("retrained", set()).add("language model")
-    _state["run"] = (key, run)
-    return run
+        return run
+    return _cached_run("language model", key, compute)
 
 
 # The encoder-decoder's run on the reversal task, as the seq2seq page shows it; the label
@@ -117,13 +131,9 @@ def reversal_run(root: Path | None = None, **overrides) -> dict:
     memory for the process."""
     root = root or Path(__file__).resolve().parent.parent
     args = {**REVERSAL_RUN, **overrides}
-    sources = sorted((root / "model").glob("*.py"))
-    key = digest("reversal", *[(p.name, code_fingerprint(p)) for p in sources], sorted(args.items()), np.__version__)
-    held = _state.get("reversal") or {}
-    if key in held and not _retrain("reversal"):
-        return held[key]
-    run = None if _retrain("reversal") else _state["cache"].get("training", key)
-    if run is None:
+    key = digest("reversal", *model_fingerprint(root), sorted(args.items()), np.__version__)
+
+    def compute():
         from model.train_seq2seq import train
         with tempfile.TemporaryDirectory() as out:
             result = train(out=out, progress=False, **args)
@@ -131,11 +141,8 @@ def reversal_run(root: Path | None = None, **overrides) -> dict:
         for row in metrics:
             row.pop("elapsed_s", None)         # wall-clock: would make two builds differ
         result.pop("wall_s", None)
-        run = dict(result=result, metrics=metrics)
-        _state["cache"].put("training", key, run)
-        _state.setdefault("retrained", set()).add("reversal")
-    _state["reversal"] = {**held, key: run}
-    return run
+        return dict(result=result, metrics=metrics)
+    return _cached_run("reversal", key, compute)
 
 
 def corpus_window(line_start: str):

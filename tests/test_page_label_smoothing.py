@@ -122,7 +122,7 @@ def test_the_trained_model_is_the_encoder_decoder_pages_run(monkeypatch):
     calls = []
     real = task.train
     monkeypatch.setattr(task, "train", lambda **kw: calls.append(kw) or real(**kw))
-    monkeypatch.setitem(training_run._state, "reversal", {})
+    monkeypatch.setitem(training_run._state, "held", {})
     first = training_run.reversal_run(steps=3, eval_every=3, num_eval=4, log_every=1)
     again = training_run.reversal_run(steps=3, eval_every=3, num_eval=4, log_every=1)
     assert again is first and len(calls) <= 1     # 0 when the build cache already holds it
