@@ -9,6 +9,9 @@ Trade-offs:
     only the last seq_len: anything older is forgotten.
   * Temperature 0 and top-k 1 are exact argmax, not a near-one-hot sample, so greedy output
     never depends on the RNG.
+  * Every failure is one line and exit status 2 (bad input, or a checkpoint that disagrees with
+    itself: one line per disagreement); Ctrl-C is one line and status 130. The text is printed
+    only once it is complete.
 """
 import argparse
 import math
@@ -75,6 +78,20 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+def _require_utf8(prompt: str):
+    """Python keeps argv bytes that are not UTF-8 as lone surrogates (PEP 383), which no
+    tokenizer can encode; name the first such byte instead."""
+    try:
+        prompt.encode("utf-8")
+    except UnicodeEncodeError as e:
+        try:
+            what = f"byte 0x{os.fsencode(prompt[e.start])[0]:02x}"
+        except UnicodeEncodeError:                   # a surrogate that came from no byte
+            what = f"the lone surrogate {prompt[e.start]!r}"
+        raise ModelInputError(f"--prompt is not valid UTF-8: {what} at character {e.start}; "
+                              f"pass the prompt as UTF-8 text") from None
+
+
 def main(argv=None):
     ap = _Parser(prog="python -m model.generate", description="Continue a prompt with a trained model.")
     ap.add_argument("--checkpoint", required=True, type=Path, help="a checkpoint.npz from model.train")
@@ -88,6 +105,7 @@ def main(argv=None):
         check_sampling(args.temperature, args.top_k)
         if args.seed < 0:
             raise ModelInputError(f"--seed must be >= 0, got {args.seed}")
+        _require_utf8(args.prompt)
         ckpt = load_checkpoint(args.checkpoint)
         tokenizer = ckpt["tokenizer"]
         try:
@@ -96,9 +114,12 @@ def main(argv=None):
             raise ModelInputError(f"--prompt: {e}") from None
         ids = generate(ckpt["params"], ckpt["model_cfg"], prompt_ids, args.steps, args.temperature,
                        args.top_k, np.random.default_rng(args.seed))
-    except (ModelInputError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
+    except (ModelInputError, OSError) as e:      # a checkpoint's disagreements: one line each
+        print("\n".join(f"error: {line}" for line in str(e).splitlines()), file=sys.stderr)
         sys.exit(2)
+    except KeyboardInterrupt:
+        print("interrupted; nothing was printed (the text is printed once it is complete)", file=sys.stderr)
+        sys.exit(130)
     print(tokenizer.decode(ids))
 
 

@@ -1,8 +1,11 @@
 """The training loop, its checkpoints and its metrics.
 
-    python -m model.train --steps 300 --out runs/x [--seed S] [--corpus PATH] [--resume]
+    python -m model.train --steps 300 --out runs/x [--seed S] [--corpus PATH] [--resume | --overwrite]
 
 Trade-offs:
+  * Training never loses a checkpoint. A folder that already holds a run is continued (--resume),
+    refused, or with --overwrite replaced, and only when the new run writes its first checkpoint:
+    until then the new metrics go to metrics.jsonl.pending and the old files stay whole.
   * Resuming is bit-exact: the checkpoint holds everything the next step reads (parameters,
     AdamW's t, m and v, the batch RNG's state, the step), evaluation draws from its own RNG, and
     the learning rate is a function of the step. So N steps + resume + N steps gives the same
@@ -10,6 +13,9 @@ Trade-offs:
   * Checkpoints are replaced atomically (temp file, fsync, os.replace): a crash mid-write leaves
     the previous checkpoint, never half of a new one. metrics.jsonl is fsynced before each
     checkpoint, so it always reaches at least the checkpoint's step; resume cuts what lies beyond.
+  * Loading a checkpoint checks its arrays against its own metadata (layer count, every shape and
+    dtype against what init_params makes of the config, vocabulary sizes, finite values), so a
+    file that disagrees with itself is one line per disagreement, not a KeyError or garbage text.
   * A NaN or inf stops the run before the optimizer sees it: one bad step would fill AdamW's
     moments with NaN for good, and a checkpoint written after it would be worthless.
   * Checkpoints are .npz with the configs and RNG state as a JSON string: no pickle, so loading
@@ -20,12 +26,16 @@ Trade-offs:
     effect if NumPy is not imported yet, as under `python -m model.train`.
 """
 import argparse
+import contextlib
 import hashlib
 import json
 import math
 import os
+import re
+import signal
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -43,6 +53,7 @@ from model.transformer import forward, init_params, loss_and_grads
 
 CHECKPOINT = "checkpoint.npz"
 METRICS = "metrics.jsonl"
+PENDING_METRICS = METRICS + ".pending"   # a new run's metrics, until its first checkpoint
 FORMAT_VERSION = 1
 
 # TrainConfig fields that change what the parameters become. Resuming with any of them changed
@@ -112,11 +123,34 @@ def _atomic_write(path: Path, write):
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)       # make the rename itself durable
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(folder: Path):
+    """Make a rename inside folder durable."""
+    dir_fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+@contextlib.contextmanager
+def _sigint_deferred():
+    """Hold Ctrl-C until the block ends, so the checkpoint and metrics.jsonl change together.
+    Only the main thread receives signals; elsewhere, or under a handler Python did not install,
+    the block runs as is."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is None:
+        yield
+        return
+    caught = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            signal.raise_signal(signal.SIGINT)       # delivered now, to the handler it was meant for
 
 
 def save_checkpoint(path, *, params, opt: AdamW, rng, step, model_cfg: ModelConfig,
@@ -136,7 +170,8 @@ def save_checkpoint(path, *, params, opt: AdamW, rng, step, model_cfg: ModelConf
 
 def load_checkpoint(path) -> dict:
     """The checkpoint as a dict: params, opt_state (t, m, v), rng_state, step, model_cfg,
-    train_cfg, tokenizer, corpus_sha256. Raises ModelInputError if path is not one."""
+    train_cfg, tokenizer, corpus_sha256. Raises ModelInputError if path is not one, or if its
+    arrays disagree with its own metadata (one line per disagreement)."""
     path = Path(path)
     if not path.is_file():
         raise ModelInputError(f"no checkpoint at {path}; train one with "
@@ -149,20 +184,113 @@ def load_checkpoint(path) -> dict:
                               f"that model.train wrote") from None
     try:
         meta = json.loads(str(arrays.pop("meta")))
+        if meta["format_version"] != FORMAT_VERSION:
+            raise ValueError(f"format_version is {meta['format_version']!r}, this code reads {FORMAT_VERSION}")
         groups = {g: {k.split("/", 1)[1]: a for k, a in arrays.items() if k.startswith(g + "/")}
                   for g in ("param", "adam_m", "adam_v")}
-        return dict(params=groups["param"],
+        ckpt = dict(params=groups["param"],
                     opt_state={"t": meta["opt_t"], "m": groups["adam_m"], "v": groups["adam_v"]},
                     rng_state=meta["rng_state"], step=meta["step"],
                     model_cfg=ModelConfig(**meta["model_config"]),
                     train_cfg=TrainConfig(**meta["train_config"]),
                     tokenizer=CharTokenizer.from_dict(meta["tokenizer"]),
                     corpus_sha256=meta.get("corpus_sha256"))
-    except ModelInputError:
-        raise
+    except ModelInputError as e:                     # a config or tokenizer the dataclasses refuse
+        raise ModelInputError(f"{path}: its metadata is invalid: {e} (the checkpoint is damaged; "
+                              f"retrain or restore it)") from None
     except Exception as e:                           # JSON, key or field errors alike
         raise ModelInputError(f"{path} is not a checkpoint written by this version of model.train "
                               f"({type(e).__name__}: {e})") from None
+    problems = _inconsistencies(ckpt)
+    if problems:
+        shown = problems[:_MAX_SHOWN]
+        if len(problems) > _MAX_SHOWN:
+            shown.append(f"and {len(problems) - _MAX_SHOWN} more disagreements")
+        raise ModelInputError("\n".join(f"{path}: {p} (the checkpoint is inconsistent; retrain or restore it)"
+                                        for p in shown))
+    return ckpt
+
+
+_MAX_SHOWN = 12                                      # lines of disagreement; a count stands for the rest
+
+# What each size of ModelConfig is read from: (array, axis, field).
+_SIZE_READINGS = (("tok_emb", 0, "vocab_size"), ("tok_emb", 1, "emb_dim"), ("pos_emb", 0, "seq_len"),
+                  ("pos_emb", 1, "emb_dim"), ("b0.ff1_w", 1, "ff_dim"), ("head_w", 1, "vocab_size"))
+
+
+def _listing(names) -> str:
+    names = list(names)
+    return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+
+
+def _inconsistencies(ckpt) -> list:
+    """What in a checkpoint disagrees with its own metadata, one sentence each; [] if nothing does."""
+    cfg, params, problems = ckpt["model_cfg"], ckpt["params"], []
+    moments = {"adam_m": ckpt["opt_state"]["m"], "adam_v": ckpt["opt_state"]["v"]}
+
+    # Sizes first, each read off one array: a wrong emb_dim is one line, not one per array it shapes.
+    blocks = {int(m.group(1)) for name in params if (m := re.match(r"b(\d+)\.", name))}
+    extra = sorted(l for l in blocks if l >= cfg.num_layers)
+    absent = [l for l in range(cfg.num_layers) if l not in blocks]
+    if extra:
+        problems.append(f"{_listing(f'b{l}.*' for l in extra)} {'is' if len(extra) == 1 else 'are'} in "
+                        f"the file but the metadata says num_layers={cfg.num_layers}")
+    if absent:
+        problems.append(f"the metadata says num_layers={cfg.num_layers} but the file has no "
+                        f"{_listing(f'b{l}.*' for l in absent)} parameters")
+    for name, axis, field in _SIZE_READINGS:
+        a, want = params.get(name), getattr(cfg, field)
+        if a is not None and a.ndim == 2 and a.shape[axis] != want:
+            problems.append(f"{name} has shape {a.shape}, so {field}={a.shape[axis]}, but the metadata "
+                            f"says {field}={want}")
+    if ckpt["tokenizer"].vocab_size != cfg.vocab_size:
+        problems.append(f"the tokenizer has {ckpt['tokenizer'].vocab_size} characters but the metadata "
+                        f"says vocab_size={cfg.vocab_size}")
+
+    # Then every name and shape against what init_params makes of the config. Only once the sizes
+    # agree: then it allocates no more than the file holds, and adds nothing the lines above said.
+    if not problems:
+        expected = init_params(cfg, np.random.default_rng(0))
+        for name, want in expected.items():
+            if name not in params:
+                problems.append(f"{name} is missing from the file but the metadata's config has it")
+            elif params[name].shape != want.shape:
+                problems.append(f"{name} has shape {params[name].shape} but the metadata's config makes "
+                                f"it {want.shape}")
+        problems += [f"{name} is in the file but the metadata's config has no such parameter"
+                     for name in sorted(params.keys() - expected.keys())]
+
+    # AdamW's moments mirror the parameters, name for name and shape for shape.
+    for group, arrays in moments.items():
+        lost, stray = sorted(params.keys() - arrays.keys()), sorted(arrays.keys() - params.keys())
+        if lost:
+            problems.append(f"{group} has no entry for {_listing(lost)}, which the parameters have")
+        if stray:
+            problems.append(f"{group} has {_listing(stray)}, which the parameters do not")
+        problems += [f"{group}/{name} has shape {arrays[name].shape} but {name} has {params[name].shape}"
+                     for name in sorted(params.keys() & arrays.keys()) if arrays[name].shape != params[name].shape]
+
+    # dtypes, one line per dtype found; then values, which must all be finite.
+    every = {**params, **{f"{g}/{n}": a for g, arrays in moments.items() for n, a in arrays.items()}}
+    wrong_dtype = {}
+    for name, a in every.items():
+        if a.dtype != np.dtype(cfg.dtype):
+            wrong_dtype.setdefault(str(a.dtype), []).append(name)
+    problems += [f"{_listing(names)} {'is' if len(names) == 1 else 'are'} {dtype} but the metadata says "
+                 f"dtype={cfg.dtype}" for dtype, names in wrong_dtype.items()]
+    for name, a in every.items():
+        bad = a.size - np.count_nonzero(np.isfinite(a)) if a.dtype.kind == "f" else 0
+        if bad:
+            problems.append(f"{name} holds {bad} NaN or infinite value(s) of {a.size}")
+
+    for key, value in (("step", ckpt["step"]), ("opt_t", ckpt["opt_state"]["t"])):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            problems.append(f"the metadata's {key} is {value!r}, not a step count (an integer >= 0)")
+    try:
+        np.random.default_rng().bit_generator.state = ckpt["rng_state"]
+    except Exception as e:                           # any malformed dict: NumPy's errors vary
+        problems.append(f"the metadata's rng_state is not a state of NumPy's PCG64 ({type(e).__name__}: {e})")
+    return problems
 
 
 def check_compatible(ckpt, model_cfg, train_cfg, tokenizer, corpus_sha256, path):
@@ -231,21 +359,61 @@ def prepare_data(corpus, model_cfg: ModelConfig | None, tcfg: TrainConfig):
     return tokenizer, cfg, train_ids, val_ids, hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _step_bytes(cfg: ModelConfig, batch_size) -> int:
+    """About the peak memory of one training step: per position, what forward keeps for backward
+    (per block: a dozen d-wide tensors, two F-wide, two rows of attention weights per head) plus
+    three V-wide ones for the logits and their gradient. 15.3 kB per position at the default
+    config, where the measured peak is 14.8 kB."""
+    per_position = (cfg.num_layers * (12 * cfg.emb_dim + 2 * cfg.ff_dim + 2 * cfg.num_heads * cfg.seq_len)
+                    + 3 * cfg.vocab_size + 4 * cfg.emb_dim)
+    return batch_size * cfg.seq_len * per_position * np.dtype(cfg.dtype).itemsize
+
+
+def _free_memory():
+    """Bytes of memory free for this process (MemAvailable, or a cgroup limit if lower), or None
+    where the system does not say."""
+    free = []
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/meminfo") as f:
+            free += [int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:")]
+    with contextlib.suppress(OSError, ValueError):
+        free.append(int(Path("/sys/fs/cgroup/memory.max").read_text()))    # "max" means no limit
+    return min(free, default=None)
+
+
+def _check_memory(cfg: ModelConfig, tcfg: TrainConfig):
+    """Refuse a batch that cannot fit before NumPy tries: a failed 12 GiB allocation is a
+    traceback, and one that succeeds on paper gets the process killed when it touches the pages."""
+    need, free = _step_bytes(cfg, tcfg.batch_size), _free_memory()
+    if free is not None and need > free:
+        fits = max(1, tcfg.batch_size * free // (2 * need))     # half the free memory, to leave room
+        raise ModelInputError(f"--batch-size {tcfg.batch_size} needs about {need / 2**30:.1f} GiB per training "
+                              f"step, but only {free / 2**30:.1f} GiB of memory is free; use --batch-size "
+                              f"{fits} or less")
+
+
 def make_optimizer(params, tcfg: TrainConfig) -> AdamW:
     return AdamW(params, lr=tcfg.lr, betas=(tcfg.beta1, tcfg.beta2), eps=tcfg.adam_eps,
                  weight_decay=tcfg.weight_decay)
 
 
 def train(out_dir, model_cfg: ModelConfig | None = None, train_cfg: TrainConfig | None = None,
-          corpus=DEFAULT_CORPUS, resume=False, progress=True, stop_at=None) -> dict:
+          corpus=DEFAULT_CORPUS, resume=False, progress=True, stop_at=None, overwrite=False) -> dict:
     """Train (or, with resume, continue) a language model on corpus, writing to out_dir.
     model_cfg defaults to ModelConfig with the corpus's vocabulary. stop_at ends this call early,
     with a checkpoint, at that step of the schedule: a run in segments (resume continues it) is
-    bit for bit the run in one go. Returns a dict with the final params, step, train_loss and val_loss."""
+    bit for bit the run in one go. An out_dir that already holds a run is refused unless resume
+    continues it or overwrite replaces it; overwrite keeps the old checkpoint and metrics until
+    the new run writes its first checkpoint. Returns a dict with the final params, step,
+    train_loss and val_loss."""
     tcfg = train_cfg or TrainConfig()
     out_dir = Path(out_dir)
     ckpt_path, metrics_path = out_dir / CHECKPOINT, out_dir / METRICS
+    if resume and overwrite:
+        raise ModelInputError(f"--resume continues the run in {out_dir} and --overwrite replaces it; "
+                              f"pass only one")
     tokenizer, cfg, train_ids, val_ids, corpus_sha256 = prepare_data(corpus, model_cfg, tcfg)
+    _check_memory(cfg, tcfg)
 
     init_seed, train_seed, _ = seed_streams(tcfg.seed)
     rng = np.random.default_rng(train_seed)          # draws the training batches, and only them
@@ -263,20 +431,29 @@ def train(out_dir, model_cfg: ModelConfig | None = None, train_cfg: TrainConfig 
             print(f"note: the checkpoint's schedule ended at step {ckpt['train_cfg'].steps}, this one at "
                   f"{tcfg.steps}: the learning rate changes course from step {start}", file=sys.stderr)
         history = truncate_metrics(metrics_path, start)
+        pending = None
     else:
+        held = [p.name for p in (ckpt_path, metrics_path) if p.exists()]
+        if held and not overwrite:
+            raise ModelInputError(f"{out_dir} already holds a run ({' and '.join(held)}); continue it with "
+                                  f"--resume, or pass --overwrite to replace it once the new run writes "
+                                  f"its first checkpoint")
         out_dir.mkdir(parents=True, exist_ok=True)
-        if ckpt_path.exists():                       # never leave one run's checkpoint beside another's metrics
-            print(f"note: starting over in {out_dir}: its old checkpoint is removed "
-                  f"(use --resume to continue it instead)", file=sys.stderr)
-            ckpt_path.unlink()
         params = init_params(cfg, np.random.default_rng(init_seed))
         opt = make_optimizer(params, tcfg)
         start, history = 0, []
-        metrics_path.write_text("", encoding="utf-8")
+        pending = out_dir / PENDING_METRICS          # until the first checkpoint: see checkpoint()
+        pending.write_text("", encoding="utf-8")     # (empties one a killed run left)
 
     def checkpoint(step):
-        save_checkpoint(ckpt_path, params=params, opt=opt, rng=rng, step=step, model_cfg=cfg,
-                        train_cfg=tcfg, tokenizer=tokenizer, corpus_sha256=corpus_sha256)
+        nonlocal pending
+        with _sigint_deferred():
+            save_checkpoint(ckpt_path, params=params, opt=opt, rng=rng, step=step, model_cfg=cfg,
+                            train_cfg=tcfg, tokenizer=tokenizer, corpus_sha256=corpus_sha256)
+            if pending is not None:                  # a new run's first checkpoint: its metrics move in too
+                os.replace(pending, metrics_path)    # (the open file keeps its handle across the rename)
+                _fsync_dir(out_dir)
+                pending = None
 
     tokens_per_step = tcfg.batch_size * cfg.seq_len
     # The last values written down, so a resume with nothing left to do still reports them.
@@ -286,34 +463,42 @@ def train(out_dir, model_cfg: ModelConfig | None = None, train_cfg: TrainConfig 
     bar = tqdm(range(start + 1, end + 1), initial=start, total=tcfg.steps,
                disable=not progress, unit="step", dynamic_ncols=True)
     clock, clock_step = time.perf_counter(), start
-    with open(metrics_path, "a", encoding="utf-8") as metrics:
-        for step in bar:
-            lr = warmup_cosine_lr(step, tcfg.lr, tcfg.min_lr, tcfg.warmup_steps, tcfg.steps)
-            x, y = get_batch(train_ids, tcfg.batch_size, cfg.seq_len, rng)
-            try:
-                loss, grad_norm = train_step(params, opt, x, y, cfg, tcfg, lr)
-            except TrainingDiverged as e:
-                last = f"the last good checkpoint {ckpt_path} is untouched" if ckpt_path.exists() \
-                    else "no checkpoint had been written yet"
-                raise TrainingDiverged(f"{e} at step {step}; {last}; try a lower --lr") from None
+    try:
+        with open(pending or metrics_path, "a", encoding="utf-8") as metrics:
+            for step in bar:
+                lr = warmup_cosine_lr(step, tcfg.lr, tcfg.min_lr, tcfg.warmup_steps, tcfg.steps)
+                x, y = get_batch(train_ids, tcfg.batch_size, cfg.seq_len, rng)
+                try:
+                    loss, grad_norm = train_step(params, opt, x, y, cfg, tcfg, lr)
+                except TrainingDiverged as e:
+                    if pending is None:
+                        last = f"the last good checkpoint {ckpt_path} is untouched"
+                    elif ckpt_path.exists():
+                        last = f"this run wrote no checkpoint; the earlier run's {ckpt_path} is untouched"
+                    else:
+                        last = "no checkpoint had been written yet"
+                    raise TrainingDiverged(f"{e} at step {step}; {last}; try a lower --lr") from None
 
-            last_step = step == tcfg.steps
-            evaluated = step % tcfg.eval_every == 0 or last_step
-            if step == 1 or step % tcfg.log_every == 0 or evaluated:
-                # Training throughput only: the clock stops before evaluation and restarts after it.
-                tokens_per_s = tokens_per_step * (step - clock_step) / max(time.perf_counter() - clock, 1e-9)
-                record = dict(step=step, train_loss=loss, lr=lr, grad_norm=grad_norm,
-                              tokens_per_s=round(tokens_per_s, 1))
-                if evaluated:
-                    val_loss = record["val_loss"] = evaluate(params, val_ids, cfg, tcfg, eval_rng(tcfg.seed))
-                metrics.write(json.dumps(record) + "\n")
-                metrics.flush()
-                bar.set_postfix(loss=f"{loss:.3f}", val=f"{val_loss:.3f}", tok_s=f"{tokens_per_s:,.0f}")
-                clock, clock_step = time.perf_counter(), step
-            if step % tcfg.checkpoint_every == 0 or last_step or step == end:
-                os.fsync(metrics.fileno())           # metrics must reach the checkpoint's step
-                checkpoint(step)
-    bar.close()
+                last_step = step == tcfg.steps
+                evaluated = step % tcfg.eval_every == 0 or last_step
+                if step == 1 or step % tcfg.log_every == 0 or evaluated:
+                    # Training throughput only: the clock stops before evaluation and restarts after it.
+                    tokens_per_s = tokens_per_step * (step - clock_step) / max(time.perf_counter() - clock, 1e-9)
+                    record = dict(step=step, train_loss=loss, lr=lr, grad_norm=grad_norm,
+                                  tokens_per_s=round(tokens_per_s, 1))
+                    if evaluated:
+                        val_loss = record["val_loss"] = evaluate(params, val_ids, cfg, tcfg, eval_rng(tcfg.seed))
+                    metrics.write(json.dumps(record) + "\n")
+                    metrics.flush()
+                    bar.set_postfix(loss=f"{loss:.3f}", val=f"{val_loss:.3f}", tok_s=f"{tokens_per_s:,.0f}")
+                    clock, clock_step = time.perf_counter(), step
+                if step % tcfg.checkpoint_every == 0 or last_step or step == end:
+                    os.fsync(metrics.fileno())           # metrics must reach the checkpoint's step
+                    checkpoint(step)
+    finally:
+        bar.close()
+        if pending is not None:                      # this run wrote no checkpoint: it leaves nothing behind
+            pending.unlink(missing_ok=True)
     return dict(params=params, step=max(start, end), train_loss=loss, val_loss=val_loss)
 
 
@@ -335,10 +520,30 @@ def parse_args(argv):
     ap.add_argument("--seed", type=int, default=d.seed, help=f"seed for init and batches (default {d.seed})")
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="UTF-8 text file to train on")
     ap.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.npz")
+    ap.add_argument("--overwrite", action="store_true", help="replace the run in OUT; its checkpoint and "
+                    "metrics stay until this run writes its first checkpoint")
     ap.add_argument("--batch-size", type=int, default=d.batch_size, help=f"default {d.batch_size}")
     ap.add_argument("--lr", type=float, default=d.lr, help=f"peak learning rate (default {d.lr}); "
                     f"the cosine floor min_lr keeps its default ratio {d.min_lr / d.lr:g} to it")
     return ap.parse_args(argv)
+
+
+def _fail(error, status):
+    """Print each line of the error as `error: ...` and exit with status."""
+    print("\n".join(f"error: {line}" for line in str(error).splitlines()), file=sys.stderr)
+    sys.exit(status)
+
+
+def _interrupted(ckpt_path: Path) -> str:
+    """The line Ctrl-C prints: which checkpoint survives, and at what step."""
+    if not ckpt_path.exists():
+        return f"interrupted before the first checkpoint; {ckpt_path.parent} holds nothing to resume"
+    try:
+        with np.load(ckpt_path, allow_pickle=False) as z:   # the metadata only, not the arrays
+            step = f" at step {json.loads(str(z['meta']))['step']}"
+    except Exception:                                # the file is there; its step is only a detail
+        step = ""
+    return f"interrupted; the last checkpoint {ckpt_path}{step} is intact; continue it with --resume"
 
 
 def main(argv=None):
@@ -348,15 +553,16 @@ def main(argv=None):
         min_lr = d.min_lr if args.lr == d.lr else args.lr * (d.min_lr / d.lr)
         tcfg = TrainConfig(steps=args.steps, batch_size=args.batch_size, seed=args.seed, lr=args.lr,
                            min_lr=min_lr)
-        result = train(args.out, train_cfg=tcfg, corpus=args.corpus, resume=args.resume)
+        result = train(args.out, train_cfg=tcfg, corpus=args.corpus, resume=args.resume,
+                       overwrite=args.overwrite)
     except (ModelInputError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+        _fail(e, 2)                                  # a checkpoint's disagreements: one line each
+    except MemoryError as e:
+        _fail(f"out of memory at --batch-size {args.batch_size} ({e}); use a smaller --batch-size", 2)
     except TrainingDiverged as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(1)
+        _fail(e, 1)
     except KeyboardInterrupt:
-        print(f"\ninterrupted; continue with --resume from the last checkpoint in {args.out}", file=sys.stderr)
+        print(_interrupted(args.out / CHECKPOINT), file=sys.stderr)
         sys.exit(130)
     print(f"step {result['step']}: train loss {result['train_loss']:.4f}, "
           f"val loss {result['val_loss']:.4f} nats/char; checkpoint {args.out / CHECKPOINT}")
