@@ -238,11 +238,14 @@ def _inconsistencies(ckpt) -> list:
     if absent:
         problems.append(f"the metadata says num_layers={cfg.num_layers} but the file has no "
                         f"{_listing(f'b{l}.*' for l in absent)} parameters")
+    read = set()                                     # fields already read off an array
     for name, axis, field in _SIZE_READINGS:
         a, want = params.get(name), getattr(cfg, field)
-        if a is not None and a.ndim == 2 and a.shape[axis] != want:
-            problems.append(f"{name} has shape {a.shape}, so {field}={a.shape[axis]}, but the metadata "
-                            f"says {field}={want}")
+        if a is not None and a.ndim == 2 and field not in read:
+            read.add(field)
+            if a.shape[axis] != want:
+                problems.append(f"{name} has shape {a.shape}, so {field}={a.shape[axis]}, but the metadata "
+                                f"says {field}={want}")
     if ckpt["tokenizer"].vocab_size != cfg.vocab_size:
         problems.append(f"the tokenizer has {ckpt['tokenizer'].vocab_size} characters but the metadata "
                         f"says vocab_size={cfg.vocab_size}")
@@ -370,14 +373,14 @@ def _step_bytes(cfg: ModelConfig, batch_size) -> int:
 
 
 def _free_memory():
-    """Bytes of memory free for this process (MemAvailable, or a cgroup limit if lower), or None
-    where the system does not say."""
-    free = []
+    """Bytes of memory free for this process (MemAvailable, or what is left under a cgroup
+    limit if less), or None where the system does not say."""
+    free, cgroup = [], Path("/sys/fs/cgroup")
     with contextlib.suppress(OSError, ValueError):
         with open("/proc/meminfo") as f:
             free += [int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:")]
-    with contextlib.suppress(OSError, ValueError):
-        free.append(int(Path("/sys/fs/cgroup/memory.max").read_text()))    # "max" means no limit
+    with contextlib.suppress(OSError, ValueError):                    # memory.max "max" means no limit
+        free.append(int((cgroup / "memory.max").read_text()) - int((cgroup / "memory.current").read_text()))
     return min(free, default=None)
 
 
@@ -450,8 +453,10 @@ def train(out_dir, model_cfg: ModelConfig | None = None, train_cfg: TrainConfig 
         with _sigint_deferred():
             save_checkpoint(ckpt_path, params=params, opt=opt, rng=rng, step=step, model_cfg=cfg,
                             train_cfg=tcfg, tokenizer=tokenizer, corpus_sha256=corpus_sha256)
-            if pending is not None:                  # a new run's first checkpoint: its metrics move in too
-                os.replace(pending, metrics_path)    # (the open file keeps its handle across the rename)
+            # A new run's first checkpoint: its metrics move in too. Ctrl-C waits for both renames;
+            # only a kill between them leaves the new checkpoint beside the old metrics.jsonl.
+            if pending is not None:
+                os.replace(pending, metrics_path)    # the open file keeps its handle across the rename
                 _fsync_dir(out_dir)
                 pending = None
 
@@ -553,8 +558,10 @@ def main(argv=None):
         min_lr = d.min_lr if args.lr == d.lr else args.lr * (d.min_lr / d.lr)
         tcfg = TrainConfig(steps=args.steps, batch_size=args.batch_size, seed=args.seed, lr=args.lr,
                            min_lr=min_lr)
-        result = train(args.out, train_cfg=tcfg, corpus=args.corpus, resume=args.resume,
-                       overwrite=args.overwrite)
+        # Overflow on the way to a NaN is reported once, as TrainingDiverged, not as NumPy warnings.
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            result = train(args.out, train_cfg=tcfg, corpus=args.corpus, resume=args.resume,
+                           overwrite=args.overwrite)
     except (ModelInputError, OSError) as e:
         _fail(e, 2)                                  # a checkpoint's disagreements: one line each
     except MemoryError as e:
