@@ -374,11 +374,15 @@ def _step_bytes(cfg: ModelConfig, batch_size) -> int:
 
 def _free_memory():
     """Bytes of memory free for this process (MemAvailable, or what is left under a cgroup
-    limit if less), or None where the system does not say."""
+    limit if less; where there is no /proc, all of physical memory), or None where the system
+    does not say."""
     free, cgroup = [], Path("/sys/fs/cgroup")
     with contextlib.suppress(OSError, ValueError):
         with open("/proc/meminfo") as f:
             free += [int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:")]
+    if not free:
+        with contextlib.suppress(AttributeError, OSError, ValueError):   # macOS: no /proc
+            free.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
     with contextlib.suppress(OSError, ValueError):                    # memory.max "max" means no limit
         free.append(int((cgroup / "memory.max").read_text()) - int((cgroup / "memory.current").read_text()))
     return min(free, default=None)
