@@ -13,14 +13,23 @@ Trade-offs, and why this module makes the choices it does:
   them). What remains is joined to the output folder, its *real* path is resolved (following
   every symlink) and it must lie inside the real output folder. Only regular files are
   served; a folder serves its index.html or nothing (no listings).
-- The build runs in this process, one at a time. That keeps rebuilds fast (NumPy, Jinja2
-  and the JavaScript engine for KaTeX stay loaded), at a price: Python caches imported
+- The build runs in one child process, one build at a time, for as long as serve runs (the
+  "builder"). That keeps rebuilds fast (NumPy, Jinja2, the JavaScript engine for KaTeX, the
+  source index and the memos stay loaded between builds), at a price: Python caches imported
   modules, so after a `.py` file under `model/`, `site_builder/`, `tests/` or `content/`
-  (the examples) changes, those modules are dropped from `sys.modules` before the next
+  (the examples) changes, the builder drops those modules from `sys.modules` before the next
   build, so the site documents and runs the code as it is now, and no module holds a class
   from an older import of another. This module itself is never reloaded: edit serve.py, restart.
-  A rebuild that is already running cannot be interrupted; changes during a build schedule
-  exactly one more build after it.
+  Changes during a build schedule exactly one more build after it. If the builder dies, the
+  build is reported as failed and the next change starts a new one.
+- Ctrl-C (or SIGTERM) stops serve at once, at any moment, even in the middle of a build: the
+  builder is a process of its own (its own process group, so a terminal's Ctrl-C reaches only
+  serve, and no worker prints a traceback), and stopping kills it and every process under it
+  (frozen with SIGSTOP first, so none can fork past the kill), undoes a half-done swap of the
+  output folder (`abandon_output`), prints one line and exits 130 (143 for SIGTERM). A build in
+  a thread of this process could not be stopped: a thread cannot be killed, and a pool of
+  workers waits for its queue when it is shut down (that wait was 10 s of cold build).
+  `build_site.py build` and `check` stop the same way (`abandon`).
 - The search index comes last. A rebuild goes live (and the page reloads) with the previous
   Pagefind bundle, then Pagefind indexes the new pages and that bundle is swapped in
   (`build(defer_search=True)`): Pagefind was a third of a one-page rebuild, and a search
@@ -49,9 +58,12 @@ import json
 import os
 import re
 import secrets
+import select
 import shutil
+import signal
 import socket
 import socketserver
+import subprocess
 import sys
 import threading
 import time
@@ -117,8 +129,13 @@ OVERLAY_LIST_STYLE = ("margin:.5rem 0 0;padding-left:1.6rem;font:13px/1.4 ui-mon
                       "white-space:pre-wrap;overflow-wrap:anywhere")
 
 
+# Set once serve (or a build) is stopping: from then on nothing more is logged or started.
+STOPPING = threading.Event()
+
+
 def _log(line):
-    print(line, flush=True)
+    if not STOPPING.is_set():
+        print(line, flush=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -452,7 +469,7 @@ def make_server(out, state=None, host="127.0.0.1", port=0, poll_seconds=POLL_SEC
 
 
 # ---------------------------------------------------------------------------------------------
-# Building: one at a time, in this process
+# Building: one at a time, in the builder process (BuilderProcess) or, for tests, in this one
 
 
 def problem_lines(exc, root=None):
@@ -509,8 +526,9 @@ class FreshBuild:
     """The real build, `site_builder.build.build(root, out, strict=False)`, with the project's
     modules re-imported first whenever a .py file under one of CODE_DIRS changed."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, cache_dir=None):
         self.root = Path(root)
+        self.cache_dir = Path(cache_dir) if cache_dir else None
         self._seen = _code_fingerprint(self.root)
 
     def __call__(self, root, out):
@@ -519,7 +537,7 @@ class FreshBuild:
             _forget_modules(self.root)
             self._seen = now
         build = importlib.import_module("site_builder.build").build
-        return build(Path(root), Path(out), strict=False, defer_search=True)
+        return build(Path(root), Path(out), strict=False, defer_search=True, cache_dir=self.cache_dir)
 
 
 def settle_memory():
@@ -542,6 +560,7 @@ class Rebuilder:
     def __init__(self, build, root, out, state, log=_log):
         self.build, self.root, self.out, self.state, self.log = build, Path(root), Path(out), state, log
         self.builds = 0
+        self.running = False         # a build (or its search index) is under way
         self._build_lock = threading.Lock()
         self._cond = threading.Condition()
         self._pending = False
@@ -551,30 +570,37 @@ class Rebuilder:
 
     def run_once(self, reason="") -> bool:
         with self._build_lock:
+            self.running = True
             try:
-                result = self.build(self.root, self.out)
-            except (Exception, SystemExit) as e:
-                lines = problem_lines(e, self.root)
-                self.state.failed(lines)
-                serving = ("still serving the last good site" if self.out.is_dir() else "no site to serve yet")
-                ok, what = False, (f"build failed: {len(lines)} problem{'s' if len(lines) != 1 else ''}; "
-                                   f"{serving}, with the problems shown on every page")
-            else:
-                self.state.succeeded()
-                summary = getattr(result, "summary", None)
-                ok, what = True, (summary() if callable(summary) else "built")
+                return self._run(reason)
             finally:
-                self.builds += 1
-            self.log(f"{time.strftime('%H:%M:%S')} {reason}{what}")
-            finish = getattr(result, "finish", None) if ok else None
-            if callable(finish):     # the page has reloaded; now the search index catches up
-                try:
-                    finish()
-                except Exception as e:
-                    self.log(f"{time.strftime('%H:%M:%S')} search index not updated ({type(e).__name__}: {e}); "
-                             "search shows the previous build")
-            settle_memory()
-            return ok
+                self.running = False
+
+    def _run(self, reason):
+        try:
+            result = self.build(self.root, self.out)
+        except (Exception, SystemExit) as e:
+            lines = problem_lines(e, self.root)
+            self.state.failed(lines)
+            serving = ("still serving the last good site" if self.out.is_dir() else "no site to serve yet")
+            ok, what = False, (f"build failed: {len(lines)} problem{'s' if len(lines) != 1 else ''}; "
+                               f"{serving}, with the problems shown on every page")
+        else:
+            self.state.succeeded()
+            summary = getattr(result, "summary", None)
+            ok, what = True, (summary() if callable(summary) else "built")
+        finally:
+            self.builds += 1
+        self.log(f"{time.strftime('%H:%M:%S')} {reason}{what}")
+        finish = getattr(result, "finish", None) if ok else None
+        if callable(finish):     # the page has reloaded; now the search index catches up
+            try:
+                finish()
+            except Exception as e:
+                self.log(f"{time.strftime('%H:%M:%S')} search index not updated ({type(e).__name__}: {e}); "
+                         "search shows the previous build")
+        settle_memory()
+        return ok
 
     def request(self, changed=()):
         with self._cond:
@@ -599,7 +625,7 @@ class Rebuilder:
             with self._cond:
                 while not self._pending and not self._stopping:
                     self._cond.wait()
-                if self._stopping:
+                if self._stopping or STOPPING.is_set():
                     return
                 changed, self._pending, self._changed = sorted(self._changed), False, set()
             self.run_once(self._describe(changed))
@@ -615,6 +641,349 @@ class Rebuilder:
                 names.append(str(p))
         more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
         return f"{names[0]}{more} changed: "
+
+
+# ---------------------------------------------------------------------------------------------
+# The builder: one child process that runs every build of a serve session
+
+
+class RemoteBuildFailed(Exception):
+    """A build in the builder failed; `problems` are its lines (problem_lines reads them as they are)."""
+
+    def __init__(self, problems):
+        super().__init__(f"{len(problems)} problem(s)")
+        self.problems = list(problems)
+
+
+class _BuilderDied(Exception):
+    pass
+
+
+class _Built:
+    """What the builder reported for a good build: summary() and, with a deferred search
+    index, finish(), which waits until the builder has indexed the new pages."""
+
+    def __init__(self, summary, finish=None):
+        self._summary, self.finish = summary, finish
+
+    def summary(self):
+        return self._summary
+
+
+# The builder's entry point, run as `python -c BUILDER_BOOT root out cache_dir reply_fd serve_pid`.
+BUILDER_BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
+                "from site_builder.serve import builder_main; builder_main(sys.argv[1:])")
+
+
+class BuilderProcess:
+    """The real build (FreshBuild) in a child process that stays up between builds, so a
+    rebuild finds everything the last one loaded; called like a build function (it is the
+    `build` of the Rebuilder). Requests go to the builder's stdin, one JSON line each; its
+    answers come back on a pipe of their own, so what the build prints reaches the terminal.
+
+    The builder leads a process group of its own (a terminal's Ctrl-C reaches serve only),
+    ignores SIGINT, and dies with serve (PR_SET_PDEATHSIG). A builder that dies is a failed
+    build; the next build starts a new one. `pids` lists every builder started, whose
+    half-written output abandon_output removes."""
+
+    def __init__(self, root, out, cache_dir=None):
+        self.root, self.out, self.cache_dir = Path(root), Path(out), cache_dir
+        self.proc = None
+        self.pids = []
+        self._rfd = None
+        self._buf = b""
+        self._finish_pending = False
+
+    def start(self):
+        if STOPPING.is_set():
+            raise _BuilderDied("serve is stopping")
+        self.close()
+        r, w = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", BUILDER_BOOT, str(self.root), str(self.out),
+                 str(self.cache_dir or ""), str(w), str(os.getpid())],
+                cwd=str(self.root), stdin=subprocess.PIPE, pass_fds=(w,), start_new_session=True)
+        except BaseException:
+            os.close(r)
+            raise
+        finally:
+            os.close(w)
+        self.pids.append(self.proc.pid)
+        self._rfd, self._buf, self._finish_pending = r, b"", False
+
+    def close(self):
+        if self._rfd is not None:
+            os.close(self._rfd)
+            self._rfd = None
+        if self.proc is not None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def __call__(self, root, out):
+        try:
+            if self._finish_pending:                    # an unread "search index done" answer
+                self._finish()
+        except Exception:
+            pass
+        try:
+            if self.proc is None or self.proc.poll() is not None:
+                self.start()
+            self.proc.stdin.write(b'{"build": true}\n')
+            self.proc.stdin.flush()
+            answer = self._answer()
+        except (_BuilderDied, OSError) as e:
+            raise RemoteBuildFailed([self._died(e)]) from None
+        if not answer.get("ok"):
+            raise RemoteBuildFailed(answer.get("problems") or ["the build failed without naming a problem"])
+        self._finish_pending = bool(answer.get("finish"))
+        return _Built(answer.get("summary", "built"), self._finish if self._finish_pending else None)
+
+    def _finish(self):
+        self._finish_pending = False
+        try:
+            error = self._answer().get("finished")
+        except (_BuilderDied, OSError) as e:
+            raise RuntimeError(self._died(e)) from None
+        if error:
+            raise RuntimeError(error)
+
+    def _died(self, e):
+        """One line for a builder that is gone (and a new one next time)."""
+        _park_if_stopping()
+        code = self.proc.poll() if self.proc is not None else None
+        self.close()
+        how = (f"killed by signal {-code}" if code is not None and code < 0 else
+               f"exit status {code}" if code is not None else f"{type(e).__name__}: {e}")
+        return (f"site_builder/serve.py: the build process stopped in the middle of a build ({how}); "
+                f"the next change starts a new one")
+
+    def _answer(self) -> dict:
+        """The builder's next answer. Waits in short steps (the main thread must get back to
+        Python often, or a Ctrl-C delivered to another thread would wait for the build)."""
+        while b"\n" not in self._buf:
+            ready, _, _ = select.select([self._rfd], [], [], 0.2)
+            if not ready:
+                if self.proc.poll() is not None:
+                    raise _BuilderDied("gone")
+                continue
+            chunk = os.read(self._rfd, 1 << 16)
+            if not chunk:
+                raise _BuilderDied("gone")
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return json.loads(line)
+
+
+def _park_if_stopping():
+    """A thread that finds the builder killed because serve is stopping waits for the exit, silently."""
+    if STOPPING.is_set():
+        threading.Event().wait()
+
+
+def _die_with_parent(parent: int):
+    """Have the kernel kill this process when its parent dies (Linux), so that a builder never
+    outlives serve, even one killed with SIGKILL."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)        # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+    if os.getppid() != parent:                         # the parent died before prctl
+        os._exit(1)
+
+
+def builder_main(argv):
+    """The builder process: a build per request line on stdin, the answers on the reply fd."""
+    root, out, cache_dir, reply_fd, parent = argv
+    _die_with_parent(int(parent))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)      # serve handles Ctrl-C, and kills this process
+    root, out = Path(root), Path(out)
+    replies = os.fdopen(int(reply_fd), "w", encoding="utf-8", buffering=1)
+
+    def answer(**fields):
+        replies.write(json.dumps(fields) + "\n")
+        replies.flush()
+
+    build = FreshBuild(root, cache_dir or None)
+    for _ in sys.stdin.buffer:
+        try:
+            result = build(root, out)
+        except (Exception, SystemExit) as e:
+            answer(ok=False, problems=problem_lines(e, root))
+        else:
+            finish, summary = getattr(result, "finish", None), getattr(result, "summary", None)
+            answer(ok=True, summary=summary() if callable(summary) else "built", finish=callable(finish))
+            if callable(finish):
+                try:
+                    finish()
+                except Exception as e:
+                    answer(finished=f"{type(e).__name__}: {e}")
+                else:
+                    answer(finished=None)
+        settle_memory()
+    sys.stdout.flush()
+    os._exit(0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Stopping: every process under this one, and the output of a build that was cut short
+
+
+def _processes():
+    """{pid: (parent pid, process group, state)} of every process, from /proc."""
+    table = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(b")") + 2:].split()      # after "pid (comm) "
+        table[int(name)] = (int(fields[1]), int(fields[2]), fields[0].decode())
+    return table
+
+
+def descendants(pid: int, groups=()) -> list:
+    """The live processes under `pid` (children, theirs, ...) and in the process groups
+    `groups`, parents before children. Zombies are dead already and not listed."""
+    table = _processes()
+    kids = {}
+    for p, (ppid, _, _) in table.items():
+        kids.setdefault(ppid, []).append(p)
+    found, todo = [], list(kids.get(pid, []))
+    todo += [p for p, (_, pgid, _) in table.items() if pgid in groups and p != pid]
+    while todo:
+        p = todo.pop(0)
+        if p in found or p == pid or table.get(p, (0, 0, "Z"))[2] in "ZX":
+            continue
+        found.append(p)
+        todo += kids.get(p, [])
+    return found
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rindex(b")") + 2:][:1] not in (b"Z", b"X")
+
+
+def kill_descendants(pid=None, groups=(), wait=1.5) -> list:
+    """SIGKILL every process under `pid` (default: this one) and in `groups`. Each is stopped
+    (SIGSTOP) first and the tree walked again until no new process appears, so none can fork a
+    child that escapes; then all are killed, and we wait (up to `wait` s) until they are gone.
+    Returns their pids."""
+    pid = os.getpid() if pid is None else pid
+    stopped = []
+    for _ in range(50):
+        new = [p for p in descendants(pid, groups) if p not in stopped]
+        if not new:
+            break
+        for p in new:
+            try:
+                os.kill(p, signal.SIGSTOP)
+            except OSError:
+                pass
+        stopped += new
+    for g in groups:
+        try:
+            os.killpg(g, signal.SIGKILL)
+        except OSError:
+            pass
+    for p in stopped:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except OSError:
+            pass
+    deadline = time.monotonic() + wait
+    while True:
+        for p in stopped:                                # reap our own children
+            try:
+                os.waitpid(p, os.WNOHANG)
+            except OSError:
+                pass
+        if not any(alive(p) for p in stopped) or time.monotonic() > deadline:
+            return stopped
+        time.sleep(0.01)
+
+
+def abandon_output(out, pid: int) -> str:
+    """Undo what process `pid`, killed while building `out`, left half done, by the names
+    site_builder/write.py and build.refresh_search write under (`.<out>.tmp-<pid>`, `.old-`,
+    `.search-`, `.search-old-`). Returns "untouched" (out is the last good site, as before),
+    "none" (there is no site) or "complete" (the new site was already in place, whole)."""
+    outcome = "untouched"
+    for target in sorted({Path(os.path.abspath(out)), Path(os.path.realpath(out))}):
+        def aside(kind, target=target):
+            return target.parent / f".{target.name}.{kind}-{pid}"
+        old, stale = aside("old"), aside("search-old")
+        if os.path.lexists(old):
+            if os.path.lexists(target):     # swapped: the new site is whole; old may be half deleted
+                shutil.rmtree(old, ignore_errors=True)
+                outcome = "complete"
+            else:                           # between the two renames: put the last good site back
+                os.rename(old, target)
+        if os.path.lexists(stale):          # the search bundle, likewise
+            bundle = target / "pagefind"
+            if target.is_dir() and not os.path.lexists(bundle):
+                os.rename(stale, bundle)
+            else:
+                shutil.rmtree(stale, ignore_errors=True)
+        for kind in ("tmp", "search"):
+            shutil.rmtree(aside(kind), ignore_errors=True)
+    return "none" if not os.path.isdir(out) else outcome
+
+
+def site_clause(out, outcomes) -> str:
+    """What became of the output, for the one line printed on stopping."""
+    if not os.path.isdir(out):
+        return f"no site was written to {out}"
+    if "complete" in outcomes:
+        return f"the new site in {out} was already complete and stays"
+    return f"the last good site in {out} is untouched"
+
+
+def abandon(out, writers=(), groups=()) -> str:
+    """Stop a build of `out` now: kill every process under this one (and in `groups`), undo
+    the half-done output of each writer pid (default: this process), and return the clause
+    saying what is in `out`. For the Ctrl-C handlers of `build_site.py` and `serve`."""
+    STOPPING.set()
+    kill_descendants(groups=groups)
+    outcomes = []
+    for pid in (writers or (os.getpid(),)):
+        try:
+            outcomes.append(abandon_output(out, pid))
+        except OSError:
+            outcomes.append("untouched")
+    return site_clause(out, outcomes)
+
+
+def say(line):
+    """Print one line to stderr from a signal handler: straight to the file descriptor (the
+    interrupted code may hold the lock of sys.stderr), on a line of its own on a terminal."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    prefix = "\n" if os.isatty(2) else ""
+    try:
+        os.write(2, (prefix + line + "\n").encode(errors="replace"))
+    except OSError:
+        pass
 
 
 # ---------------------------------------------------------------------------------------------
@@ -687,8 +1056,10 @@ class Watcher:
 # The command
 
 
-def serve(root, out, host="127.0.0.1", port=8000, build=None) -> int:
-    """Build once, then serve `out` on host:port and rebuild on change until Ctrl-C. Returns the exit status."""
+def serve(root, out, host="127.0.0.1", port=8000, build=None, cache_dir=None) -> int:
+    """Build once, then serve `out` on host:port and rebuild on change until Ctrl-C (exit
+    status 130) or SIGTERM (143). `build` (tests): a build function run in this process instead
+    of the builder process. Returns the exit status, or exits from the signal handler."""
     root = Path(root).resolve()
     out = Path(out).absolute()
     warning = host_warning(host)
@@ -706,7 +1077,25 @@ def serve(root, out, host="127.0.0.1", port=8000, build=None) -> int:
             msg = f"cannot serve on {host}:{port}: {e.strerror or e}"
         print(f"error: {msg}", file=sys.stderr, flush=True)
         return 1
-    rebuilder = Rebuilder(build or FreshBuild(root), root, out, state)
+    builder = BuilderProcess(root, out, cache_dir) if build is None else None
+    rebuilder = Rebuilder(build or builder, root, out, state)
+
+    def stop(signum, frame):
+        """Ctrl-C or SIGTERM, at any moment: kill the builder and everything under it, undo a
+        half-done write, one line, exit. Runs in the main thread, which never waits long."""
+        if STOPPING.is_set():
+            return                                      # a second Ctrl-C while stopping
+        building = rebuilder.running
+        try:
+            clause = abandon(out, builder.pids if builder else (), tuple(builder.pids) if builder else ())
+            line = f"stopped; the build in progress was abandoned: {clause}" if building else "stopped"
+        except Exception as e:                          # still one line, still an exit
+            line = f"stopped; could not clean up after the build ({type(e).__name__}: {e})"
+        say(line)
+        os._exit(128 + signum)
+
+    main_thread = threading.current_thread() is threading.main_thread()   # only it may set handlers
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)} if main_thread else {}
     watcher = None
     try:
         rebuilder.start()
@@ -720,12 +1109,14 @@ def serve(root, out, host="127.0.0.1", port=8000, build=None) -> int:
         watching = ", ".join(p.name + "/" for p in watcher.paths) if watcher else "nothing"
         print(f"serving {out} at {server.url} (watching {watching}; Ctrl-C to stop)", flush=True)
         server.serve_forever(poll_interval=0.25)
-    except KeyboardInterrupt:
-        print("\nstopped", flush=True)
     finally:
         if watcher is not None:
             watcher.stop()
         rebuilder.stop()
         state.close()
         server.server_close()
+        if builder is not None:
+            builder.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return 0
