@@ -71,6 +71,10 @@ class PageBuilder:
         self.shapes, self.problems, self.site = shapes, problems, site_info
         self.model = SiteModel()
         self.fn_pages = function_pages(content)
+        # The shape probes that raised (site_builder/shapes.py), and whether a page reported them.
+        self.probe_failures = list(getattr(shapes, "failures", None) or ())
+        self.probe_failures_reported = False
+        self._reach = {}
 
     # -- helpers --------------------------------------------------------------------------
     def resolve(self, qualname, snippet, file, line):
@@ -122,8 +126,54 @@ class PageBuilder:
             else:
                 part.pages[0]["from_cache"] = True
             self.merge(part)
+        if self.probe_failures and not self.probe_failures_reported:
+            # No page needed the failed probe's shapes; the model is broken all the same.
+            for f in self.probe_failures:
+                self.problems.append(Problem(f.file or "site_builder/shapes.py", f.line or 1, f.describe(),
+                                             "fix the model code that raised; the build runs it to find the shapes"))
         self.model.call_map = self.call_map()
         return self.model
+
+    def failed_probe(self, fn):
+        """The first shape probe that raised and whose entry point reaches fn (by the index's
+        call graph), or None. Its shapes are missing, and another probe's shapes of a function
+        they share (relu_forward at the encoder-decoder's sizes) must not stand in for them."""
+        for f in self.probe_failures:
+            if f.entry not in self._reach:
+                seen, todo = set(), [f.entry]
+                while todo:
+                    q = todo.pop()
+                    if q in seen:
+                        continue
+                    seen.add(q)
+                    try:
+                        todo.extend(self.index.calls(q))
+                    except KeyError:
+                        pass
+                self._reach[f.entry] = seen
+            if fn in self._reach[f.entry]:
+                return f
+        return None
+
+    def probe_problem(self, failure, file, line, what):
+        """`what` could not be done because a shape probe raised: one problem at file:line that
+        names the probe, the error and the model line that raised."""
+        self.probe_failures_reported = True
+        self.problems.append(Problem(file, line, f"{what}: {failure.describe()}",
+                                     f"fix the model code at {failure.where}, which the build runs to find the shapes"
+                                     if failure.where else "fix the model code that raised"))
+
+    def run_problem(self, file, line, what, exc):
+        """The builder ran the model for what file:line asked for, and it raised exc: one problem
+        naming the error and the model line that raised (the build goes on)."""
+        from site_builder.trace import raising_location
+        cause = exc.__cause__ if exc.__cause__ is not None else exc
+        where = raising_location(exc) or raising_location(cause)
+        at = f" at {where[0]}:{where[1]} ({where[2]})" if where else ""
+        error = " ".join(f"{type(cause).__name__}: {cause}".split())
+        self.problems.append(Problem(file, line, f"{what}: {error}{at}",
+                                     f"fix the model code at {where[0]}:{where[1]}" if where
+                                     else "run it by hand to see why"))
 
     def build_page(self, slug, i, slugs):
         """One page, gathered into a SiteModel of its own (so the page cache can keep it)."""
@@ -248,7 +298,8 @@ class PageBuilder:
 
     def symbols(self, page, c):
         out = []
-        fn_shapes = self.shapes.get(c["function"], {})
+        unprobed = self.failed_probe(c["function"]) if c.get("symbols") else None
+        fn_shapes = {} if unprobed else self.shapes.get(c["function"], {})
         math = [tex_tokens(str(i["tex"])) for i in c.get("math") or [] if "eq" in i]
         dims = " ".join(str(s["shape"]) for s in c.get("symbols") or [])
         for s in c.get("symbols") or []:
@@ -261,6 +312,10 @@ class PageBuilder:
                                              "use it in an equation, correct its TeX, or remove the row"))
             declared = str(s["shape"])
             info = fn_shapes.get(str(s["code"]))
+            if unprobed and declared.startswith("("):
+                self.probe_problem(unprobed, page.file, s.line_of("shape"),
+                                   f"cannot check the declared shape {declared} of '{s['code']}' in {c['function']}")
+                unprobed = None             # once per concept: every symbol has the same cause
             if info is not None and declared.startswith("("):
                 from site_builder.shapes import check_declared
                 err = check_declared(declared, info)
@@ -302,10 +357,15 @@ class PageBuilder:
         for s in c.get("shapes") or []:
             fn = s.get("function", c["function"])
             at = self.resolve(fn, s["at"], page.file, s.line_of("at")) if s.get("at") else None
-            infos = self.shapes.get(fn, {})
+            failed = self.failed_probe(fn)
+            infos = {} if failed else self.shapes.get(fn, {})
             rows = []
+            if failed:                          # once for the block: every name has the same cause
+                self.probe_problem(failed, page.file, s.line_of("names"), f"no shapes for {fn}")
             for name in s["names"]:
                 info = infos.get(str(name))
+                if info is None and failed:
+                    continue
                 if info is None:
                     self.problems.append(Problem(page.file, s.line_of("names"),
                                                  f"no shape recorded for '{name}' in {fn}",
@@ -439,7 +499,13 @@ class PageBuilder:
         rows = []
         roles = s.get("roles") or {}
         prefix = s.get("block", "b{l}.")
-        for row in param_rows(self.site["config"]):
+        try:
+            all_rows = param_rows(self.site["config"])
+        except Exception as e:       # init_params raised, or no longer builds its dict as param_rows reads it
+            self.run_problem(page.file, s.line_of("type"), "cannot build the parameter table: running init_params raised", e)
+            all_rows = []
+            roles = {}
+        for row in all_rows:
             if not row.pattern.startswith(prefix):
                 continue
             short = row.pattern[len(prefix):]

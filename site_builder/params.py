@@ -385,13 +385,26 @@ def total_count(cfg, init=None) -> int:
     return int(sum(np.asarray(v).size for v in init(cfg, np.random.default_rng(0)).values()))
 
 
-def count_by_group(cfg, init=None) -> dict[str, int]:
+def count_by_group(cfg, init=None, quiet: bool = True) -> dict[str, int]:
     """{group label: scalars over every block}, in :data:`GROUPS` order, groups with no
-    parameter left out; names no pattern claims go to "other". Sums to :func:`total_count`."""
-    init = init or _default_init(cfg)
+    parameter left out; names no pattern claims go to "other". Sums to :func:`total_count`.
+
+    With ``quiet`` (what the build's landing page asks for) a model whose ``init_params``
+    raises gives ``{}`` instead of the exception: the build runs the same function for the
+    shape probes and the parameter tables, and reports the failure there, with the content
+    line that asked and the model line that raised."""
+    try:
+        init = init or _default_init(cfg)
+        params = init(cfg, np.random.default_rng(0))
+        if not isinstance(params, dict):
+            raise TypeError(f"init_params returned {type(params).__name__}, not a dict of arrays")
+    except Exception:
+        if not quiet:
+            raise
+        return {}
     counts = {label: 0 for label, _, _ in GROUPS}
     counts["other"] = 0
-    for name, value in init(cfg, np.random.default_rng(0)).items():
+    for name, value in params.items():
         m = _BLOCK.match(name)
         per_block, rest = (True, m["rest"]) if m else (False, name)
         for label, group_per_block, regex in GROUPS:

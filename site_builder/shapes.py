@@ -53,9 +53,9 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from site_builder.trace import Shape, module_functions, resolve_qualname, trace_calls
+from site_builder.trace import Shape, module_functions, raising_location, resolve_qualname, trace_calls
 
-__all__ = ["ShapeInfo", "Probe", "ProbeSetup", "ProbeError", "PROBES", "SYMBOLS",
+__all__ = ["ShapeInfo", "Probe", "ProbeSetup", "ProbeError", "ProbeFailure", "ShapeTable", "PROBES", "SYMBOLS",
            "PROBE_SIZES", "INCIDENTAL_SIZES", "LM_FIELDS", "SEQ2SEQ_FIELDS",
            "register_probe", "available_probes", "probe_config", "fields_for", "symbolize",
            "check_distinct",
@@ -94,6 +94,40 @@ _HEAD_DIM_ATTRS = ("head_dim", "d_k", "dk")
 
 class ProbeError(RuntimeError):
     """A probe cannot be built or run (sizes collide, an argument cannot be filled)."""
+
+
+@dataclass(frozen=True)
+class ProbeFailure:
+    """A probe whose setup or run raised (the model code is broken, or the probe does not fit
+    it): which probe, its entry point, the error, and the line that raised (``file`` and
+    ``line`` repository-relative, ``None`` when no line of the repository was on the stack).
+    Plain data, so the build cache can keep it with the shapes."""
+    probe: str
+    entry: str
+    error: str                  # "KeyError: 'b0.bq'"
+    file: str | None = None
+    line: int | None = None
+    code: str = ""              # the text of that line
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.file else ""
+
+    def describe(self) -> str:
+        """``the shape probe model.transformer.loss_and_grads raised KeyError: 'b0.bq' at
+        model/attention.py:40 (Q, _ = linear_forward(...))``"""
+        at = f" at {self.where}" + (f" ({self.code})" if self.code else "") if self.file else ""
+        return f"the shape probe {self.entry} raised {self.error}{at}"
+
+
+class ShapeTable(dict):
+    """{qualname: {name: ShapeInfo}}, plus ``failures``: the probes that raised. A probe that
+    raises does not stop the others, nor the build: the pages that need its shapes report it
+    with their own file and line (site_builder/pages.py)."""
+
+    def __init__(self, *args, failures=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.failures = list(failures)
 
 
 @dataclass(frozen=True)
@@ -473,25 +507,46 @@ def _infer(probe_name, setup: ProbeSetup, default_run, probe_run):
     return result
 
 
-def infer_shapes_by_probe(vocab_size: int = 65, probes: Iterable[str] | None = None
-                          ) -> dict[str, dict[str, dict[str, ShapeInfo]]]:
-    """{probe name: {qualname: {name: ShapeInfo}}} for each probe that is not skipped."""
+def probe_failure(name: str, exc: BaseException) -> ProbeFailure:
+    """What to report for probe ``name`` whose setup or run raised ``exc``: the error of the
+    model (a TraceError's cause) and the line of model/ that raised it."""
+    cause = exc.__cause__ if exc.__cause__ is not None and not isinstance(exc, ProbeError) else exc
+    where = raising_location(exc) or raising_location(cause)
+    error = f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__
+    file, line, code = where if where else (None, None, "")
+    return ProbeFailure(probe=name, entry=PROBES[name].entry, error=" ".join(error.split()),
+                        file=file, line=line, code=code)
+
+
+def infer_shapes_by_probe(vocab_size: int = 65, probes: Iterable[str] | None = None,
+                          failures: list | None = None) -> dict[str, dict[str, dict[str, ShapeInfo]]]:
+    """{probe name: {qualname: {name: ShapeInfo}}} for each probe that is not skipped. With a
+    ``failures`` list, a probe that raises is appended to it as a :class:`ProbeFailure` and
+    the others still run; without one, the exception propagates."""
     out = {}
     for name in (PROBES if probes is None else probes):
-        res = run_probe(name, vocab_size)
+        try:
+            res = run_probe(name, vocab_size)
+        except Exception as e:       # the model's code raised (or the probe does not fit it)
+            if failures is None:
+                raise
+            failures.append(probe_failure(name, e))
+            continue
         if res is not None:
             out[name] = res
     return out
 
 
-def infer_shapes(vocab_size: int = 65, probes: Iterable[str] | None = None
-                 ) -> dict[str, dict[str, ShapeInfo]]:
+def infer_shapes(vocab_size: int = 65, probes: Iterable[str] | None = None) -> ShapeTable:
     """{qualname: {name: ShapeInfo}} over every probe (registry order; for a function that
-    several probes reach, the first probe's shapes are kept)."""
-    merged: dict[str, dict[str, ShapeInfo]] = {}
-    for per_probe in infer_shapes_by_probe(vocab_size, probes).values():
+    several probes reach, the first probe's shapes are kept). Never raises for a probe that
+    fails: the result's ``failures`` lists them."""
+    failures: list = []
+    merged = ShapeTable()
+    for per_probe in infer_shapes_by_probe(vocab_size, probes, failures).values():
         for qualname, infos in per_probe.items():
             merged.setdefault(qualname, infos)
+    merged.failures = failures
     return merged
 
 

@@ -70,7 +70,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 _THIS_FILE = str(Path(__file__).resolve())
 
 __all__ = ["Step", "Trace", "TraceError", "Shape", "trace_locals", "trace_calls",
-           "qualname_of", "resolve_qualname", "module_functions", "repo_relative"]
+           "qualname_of", "resolve_qualname", "module_functions", "repo_relative",
+           "raising_location"]
 
 
 class TraceError(RuntimeError):
@@ -517,15 +518,40 @@ def _check_mode(snapshot: str):
         raise ValueError(f'snapshot must be "values" or "shapes", got {snapshot!r}')
 
 
-def _raise_trace_error(qualname: str, code: CodeType | None, exc: BaseException, trace):
-    """Turn exc into a TraceError naming the function and the deepest repository line."""
+def _traceback_frames(exc: BaseException) -> list:
     frames = []
     tb = exc.__traceback__
     while tb is not None:
         frames.append((tb.tb_frame.f_code, tb.tb_lineno))
         tb = tb.tb_next
+    return frames
+
+
+def raising_location(exc: BaseException, prefer: str = "model/"):
+    """``(file, line, code)`` of the line that raised ``exc``: the deepest frame of its
+    traceback in a file under ``prefer`` (repository-relative), else the deepest frame in the
+    repository (this module's own frames left out), else ``None``. A TraceError already
+    knows its place: that is returned (with the line's text)."""
+    if isinstance(exc, TraceError) and exc.file:
+        absolute = exc.file if exc.file.startswith("/") else str(REPO_ROOT / exc.file)
+        return exc.file, exc.line, _line_text(absolute, exc.line)
+    preferred = inside = None
+    for fcode, lineno in _traceback_frames(exc):
+        if str(Path(fcode.co_filename).resolve()) == _THIS_FILE:
+            continue
+        rel = repo_relative(fcode.co_filename)
+        if rel.startswith("/"):
+            continue
+        inside = (rel, lineno, _line_text(fcode.co_filename, lineno))
+        if rel.startswith(prefer):
+            preferred = inside
+    return preferred or inside
+
+
+def _raise_trace_error(qualname: str, code: CodeType | None, exc: BaseException, trace):
+    """Turn exc into a TraceError naming the function and the deepest repository line."""
     deepest = own = None
-    for fcode, lineno in frames:
+    for fcode, lineno in _traceback_frames(exc):
         path = str(Path(fcode.co_filename).resolve())
         if path == _THIS_FILE:
             continue

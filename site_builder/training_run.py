@@ -10,6 +10,7 @@ or when the build is asked to (`--retrain`).
 """
 import ast
 import json
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,7 +83,51 @@ def _cached_run(kind: str, key: str, compute):
     return run
 
 
+_DIVERGED = re.compile(r"^(?P<what>.*?) at step (?P<step>\d+)\b")
+
+
+def _setting_line(root: Path, cls: str, field: str):
+    """(file, line) of `field: ... = default` in class `cls` of model/config.py, or None."""
+    path = root / "model" / "config.py"
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            for item in node.body:
+                if isinstance(item, ast.AnnAssign) and getattr(item.target, "id", None) == field:
+                    return "model/config.py", item.lineno
+    return None
+
+
+def diverged(e: Exception, root: Path, train_cfg) -> Exception:
+    """model.train's TrainingDiverged, said for the site: the step and what stopped being
+    finite, and what to change here. Its own advice is for the command line (`--lr`, and a
+    checkpoint in the build's temporary folder, gone by the time anyone reads it)."""
+    text = str(e)
+    m = _DIVERGED.match(text)
+    what, step = (m["what"], m["step"]) if m else (text.split(";")[0], None)
+    what = re.sub(r" ?\(loss (-?[\d.]+(?:e[+-]?\d+)?|nan|inf)\)", lambda n: f", loss {float(n[1]):.4g}", what)
+    at = _setting_line(root, "TrainConfig", "lr")
+    where = f" at {at[0]}:{at[1]}" if at else ""
+    message = (f"diverged at step {step}" if step else "diverged") + \
+        (f" ({what}; the site trains with TrainConfig's defaults: lower lr, {train_cfg.lr:g}{where}, "
+         "or undo the model edit that makes training diverge)")
+    return type(e)(message).with_traceback(e.__traceback__)
+
+
 def run_training(root: Path, train_cfg):
+    try:
+        return _run_training(root, train_cfg)
+    except Exception as e:
+        from model.train import TrainingDiverged
+        if isinstance(e, TrainingDiverged):
+            raise diverged(e, root, train_cfg) from None
+        raise
+
+
+def _run_training(root: Path, train_cfg):
     from model.data import DEFAULT_CORPUS, CharTokenizer
     from model.generate import generate
     from model.train import train, load_checkpoint
