@@ -10,6 +10,7 @@ the shape checker) can point at the exact line of the content file.
 The schema is a table of allowed keys per kind of object; an unknown key gets a "did you
 mean", a missing required key names the object that lacks it. Nothing is rendered here.
 """
+import os
 import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,10 @@ class Located(dict):
 class LocatedList(list):
     file: str = ""
     line: int = 0
+    item_lines: list = []        # the line of each item
+
+    def line_of_item(self, i):
+        return self.item_lines[i] if i < len(self.item_lines) else self.line
 
 
 def _loader(file, offset):
@@ -55,6 +60,7 @@ def _loader(file, offset):
     def sequence(loader, node):
         out = LocatedList(loader.construct_object(n, deep=True) for n in node.value)
         out.file, out.line = file, node.start_mark.line + 1 + offset
+        out.item_lines = [n.start_mark.line + 1 + offset for n in node.value]
         return out
 
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
@@ -217,14 +223,36 @@ def split_front_matter(text, file):
     return None, Problem(file, 1, "the front matter is not closed", "end it with a line '---'")
 
 
+def read_text(path: Path, file: str):
+    """-> (text, None) or (None, Problem): a file that is missing, unreadable or not UTF-8 is
+    one problem, with the line of the first bad byte."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        if path.is_symlink():
+            return None, Problem(file, 1, f"this file is a symbolic link to {os.readlink(path)}, which does not exist",
+                                 "point the link at an existing file, or delete it")
+        return None, Problem(file, 0, "the file does not exist", f"create {file}")
+    except IsADirectoryError:
+        return None, Problem(file, 1, "this is a folder, not a file", f"move the folder away and write {file} as a file")
+    except OSError as e:
+        return None, Problem(file, 1, f"cannot read the file: {e.strerror or e}", "make it a readable file")
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        return None, Problem(file, line, f"not UTF-8: byte 0x{data[e.start]:02x} at column {column} of this line",
+                             "save the file as UTF-8")
+
+
 def load_content(root: Path, problems: list) -> Content:
     """Read content/site.yaml and every page it lists. Problems are appended, not raised."""
     content_dir = root / "content"
     site_file = "content/site.yaml"
-    try:
-        site_text = (content_dir / "site.yaml").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        problems.append(Problem(site_file, 0, f"cannot read the site file: {e}", "create content/site.yaml"))
+    site_text, err = read_text(content_dir / "site.yaml", site_file)
+    if err:
+        problems.append(err)
         return Content(site=Located())
     site, err = parse_yaml(site_text, site_file)
     if err:
@@ -239,8 +267,25 @@ def load_content(root: Path, problems: list) -> Content:
     for key, entry in (papers.items() if isinstance(papers, dict) else ()):
         validate(entry, "paper_entry", site_file, getattr(entry, "line", 1), problems)
     content = Content(site=site)
-    nav = site.get("nav") if isinstance(site.get("nav"), list) else []
+    nav_list = site.get("nav") if isinstance(site.get("nav"), list) else []
+    nav, listed_at = [], {}
+    for i, slug in enumerate(nav_list):
+        if not isinstance(slug, (str, int)) or isinstance(slug, bool):
+            continue                # check_leaf reported it
+        slug, line = str(slug), getattr(nav_list, "line_of_item", lambda i: site.line_of("nav"))(i)
+        if slug in listed_at:
+            problems.append(Problem(site_file, line, f"the navigation lists '{slug}' twice (first at line {listed_at[slug]})",
+                                    "list each page once in 'nav': remove this entry"))
+            continue
+        listed_at[slug] = line
+        nav.append(slug)
     page_files = {p.stem: p for p in sorted((content_dir / "pages").glob("*.md"))}
+    if "index" in page_files:
+        problems.append(Problem("content/pages/index.md", 1, "a page cannot be named 'index': the overview page "
+                                "is index.html, and this page would be overwritten by it",
+                                "rename the file, e.g. to overview.md, and its entry in 'nav'"))
+        del page_files["index"]
+        nav = [s for s in nav if s != "index"]
     for slug in nav:
         if slug not in page_files:
             problems.append(Problem(site_file, site.line_of("nav"),
@@ -260,10 +305,9 @@ def load_content(root: Path, problems: list) -> Content:
 
 def load_page(path: Path, slug: str, problems: list):
     file = f"content/pages/{path.name}"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        problems.append(Problem(file, 0, f"not UTF-8 (byte {e.start})", "save the file as UTF-8"))
+    text, err = read_text(path, file)
+    if err:
+        problems.append(err)
         return None
     parts, err = split_front_matter(text, file)
     if err:

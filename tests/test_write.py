@@ -4,14 +4,15 @@ import time
 
 import pytest
 
-from site_builder.write import write_site, output_lock, OutputLocked
+from site_builder.write import write_site, output_lock, OutputLocked, MARKER, MANIFEST
 
 
 def test_swap_replaces_the_whole_tree(tmp_path):
     out = tmp_path / "site"
     write_site({"a.html": b"1", "sub/b.html": b"2"}, out)
     write_site({"c.html": b"3"}, out)
-    assert sorted(p.name for p in out.rglob("*") if p.is_file()) == ["c.html"]
+    assert sorted(p.name for p in out.rglob("*") if p.is_file()) == sorted([MARKER, MANIFEST, "c.html"])
+    assert (out / MANIFEST).read_text() == f"{MARKER}\nc.html\n"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".site.")] or all(
         p.name.endswith(".lock") for p in tmp_path.iterdir() if p.name.startswith(".site."))
 
