@@ -19,6 +19,22 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):       # one line, no usage block: `error: ...`, exit status 2
+        print(f"error: {message} (see python build_site.py --help)", file=sys.stderr)
+        sys.exit(2)
+
+
+def port_number(text):
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a port number; give 0 to 65535 (0: any free port)")
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number; give 0 to 65535 (0: any free port)")
+    return port
+
+
 def _stop_on_interrupt(out):
     """Ctrl-C (or SIGTERM) during a build or check: kill its workers, leave the last good site
     as it was, print one line, exit 130 (143). Forked workers inherit this handler and leave
@@ -45,10 +61,10 @@ def _stop_on_interrupt(out):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", nargs="?", default="build", choices=("build", "check", "serve"))
     parser.add_argument("--out", type=Path, default=ROOT / "site", help="output folder (default: site/)")
-    parser.add_argument("--port", type=int, default=8000, help="port for serve (default 8000)")
+    parser.add_argument("--port", type=port_number, default=8000, help="port for serve (default 8000)")
     parser.add_argument("--host", default="127.0.0.1", help="address for serve (default 127.0.0.1)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--no-cache", action="store_true", help="run every example; read and write no cache")
@@ -61,7 +77,13 @@ def main(argv=None):
         _stop_on_interrupt(args.out)
 
     from site_builder.problems import BuildFailed
-    from site_builder.write import OutputLocked
+    from site_builder.write import OutputLocked, OutputRefused, check_output, remove_stale
+    try:     # build, check and serve: the output folder is the builder's alone (site_builder/write.py)
+        check_output(args.out, ROOT)
+    except OutputRefused as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    remove_stale(args.out)      # the temporary folders of builds that were killed
     if args.command == "serve":
         from site_builder.serve import serve
         return serve(ROOT, args.out, args.host, args.port, cache_dir=args.cache_dir)
@@ -93,6 +115,9 @@ def main(argv=None):
     except OutputLocked as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    except OutputRefused as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     except Exception as e:  # a bug in the builder: say so in one line unless --debug
         if args.debug:
             raise
