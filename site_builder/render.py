@@ -12,6 +12,7 @@ at every newline, so each line's HTML stands alone and can be sliced into any li
 import html
 import re
 from functools import lru_cache
+from html.parser import HTMLParser
 from pathlib import Path
 
 import markdown
@@ -72,6 +73,7 @@ class Renderer:
         self.code_memo = {} if code_memo is None else code_memo   # digest of a file -> its HTML lines
         self.math_cache = {}
         self.cited = set()          # qualnames that prose references resolved
+        self._source_lines = {}     # content file -> its lines, to find the line of a link
 
     # -- math and prose -------------------------------------------------------------------
     def tex(self, tex, display, file, line):
@@ -91,14 +93,15 @@ class Renderer:
         try:
             r = resolve_snippet(self.index, qualname, snippet) if snippet else resolve_function(self.index, qualname)
         except ResolveError as e:
-            self.problems.append(Problem(file, line, str(e), "update the reference in the prose"))
+            self.problems.append(Problem(file, self.line_of(file, line, qualname), str(e), "update the reference in the prose"))
             return f"<code>{html.escape(qualname)}</code>"
         self.cited.add(qualname)
         href = f"{prefix}{source_url(r.file)}#{line_anchor(r.start, r.end)}"
+        origin = html.escape(f"{file}:{self.line_of(file, line, qualname)}")
         if snippet:
             label = f"{short_file(r.file)}:{r.start}" + (f"-{r.end}" if r.end != r.start else "")
-            return f'<a class="line-ref" href="{href}" title="{html.escape(r.code.strip())}">{label}</a>'
-        return f'<a class="fn-ref" href="{href}"><code>{html.escape(qualname.split(".")[-1])}</code></a>'
+            return f'<a class="line-ref" href="{href}" data-origin="{origin}" title="{html.escape(r.code.strip())}">{label}</a>'
+        return f'<a class="fn-ref" href="{href}" data-origin="{origin}"><code>{html.escape(qualname.split(".")[-1])}</code></a>'
 
     def md(self, text, file, line, prefix="", inline=False):
         """Markdown with math and code references; inline=True drops the wrapping <p>."""
@@ -115,7 +118,46 @@ class Renderer:
         out = markdown.markdown(text, extensions=["tables", "sane_lists"], output_format="html")
         if inline and out.startswith("<p>") and out.endswith("</p>") and out.count("<p>") == 1:
             out = out[3:-4]
-        return Markup(re.sub("\u2063KX(\\d+)\u2063", lambda m: stash[int(m.group(1))], out))
+        out = re.sub("\u2063KX(\\d+)\u2063", lambda m: stash[int(m.group(1))], out)
+        return Markup(self.mark_origins(out, file, line))
+
+    # -- where links come from ------------------------------------------------------------
+    def line_of(self, file, line, needle):
+        """The first line of `file`, from `line` on, that contains `needle`; else `line`. A
+        Markdown field starts at `line` (its key, or the first line of a page's body); the link
+        is on that line or one of the next."""
+        if file not in self._source_lines:
+            try:
+                self._source_lines[file] = (self.root / file).read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError, TypeError):
+                self._source_lines[file] = []
+        lines = self._source_lines[file]
+        start = line if isinstance(line, int) and line > 0 else 1
+        for n in range(start, len(lines) + 1):
+            if needle and needle in lines[n - 1]:
+                return n
+        return line
+
+    def mark_origins(self, fragment, file, line):
+        """Give every tag of a rendered Markdown fragment that links somewhere (href, src) a
+        `data-origin="file:line"`: the content line that wrote it. site_builder/links.py reads
+        it to report a broken link at that line. Tags are found with html.parser, so an
+        author's own HTML (`<a href=nope.html>`) is marked too."""
+        if "href" not in fragment and "src" not in fragment:
+            return fragment
+        finder = _LinkTags()
+        finder.feed(fragment)
+        finder.close()
+        if not finder.found:
+            return fragment
+        starts = [0] + [i + 1 for i, ch in enumerate(fragment) if ch == "\n"]
+        out, done = [], 0
+        for (row, col), name_length, url in finder.found:
+            at = starts[row - 1] + col + 1 + name_length          # just after "<a"
+            origin = html.escape(f"{file}:{self.line_of(file, line, url)}")
+            out += [fragment[done:at], f' data-origin="{origin}"']
+            done = at
+        return "".join(out) + fragment[done:]
 
     # -- code -----------------------------------------------------------------------------
     @lru_cache(maxsize=None)
@@ -138,6 +180,24 @@ class Renderer:
             rows.append(dict(n=n, html=html_lines[n - 1], cited=cited.get(n, []),
                              href=f"{prefix}{source_url(file)}#L{n}"))
         return rows
+
+
+class _LinkTags(HTMLParser):
+    """The start tags of a fragment that carry a link and no data-origin yet:
+    [((line, column) of the "<", length of the tag's name, the link)]."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.found = []
+
+    def handle_starttag(self, tag, attrs):
+        names = [name for name, _ in attrs]
+        url = next((value for name, value in attrs if name in ("href", "src", "xlink:href") and value), None)
+        if url is not None and "data-origin" not in names and tag != "base":
+            raw = self.get_starttag_text() or ""
+            m = re.match(r"<\s*([^\s/>]+)", raw)
+            if m and m.start(1) == 1:
+                self.found.append((self.getpos(), len(m.group(1)), url.strip()))
 
 
 # Punctuation and whitespace take the text colour in both themes: their spans would be a
