@@ -93,8 +93,8 @@ def main(argv=None):
     from site_builder import fingerprint
     use_cache = not args.no_cache and not args.retrain
     if use_cache:
-        key = fingerprint.fingerprint(ROOT, dict(command=args.command, out=str(args.out.resolve())))
-        previous = fingerprint.up_to_date(args.cache_dir, args.out, key)
+        previous = fingerprint.up_to_date(args.cache_dir, args.out, ROOT,
+                                          dict(command=args.command, out=str(args.out.resolve())))
         if previous:
             summary, warnings = previous
             if args.command == "check":
@@ -123,8 +123,6 @@ def main(argv=None):
             raise
         print(f"internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)", file=sys.stderr)
         return 1
-    if use_cache:
-        fingerprint.record(args.cache_dir, args.out, key, result.summary(), result.warnings)
     if args.command == "check":
         for w in result.warnings:
             print(f"warning: {w}", file=sys.stderr)

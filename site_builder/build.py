@@ -24,10 +24,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from site_builder import training_run
+from site_builder import fingerprint, training_run
 from site_builder.cache import BuildCache, digest
 from site_builder.content import load_content, concepts
-from site_builder.examples import run_examples
 from site_builder.assets import insert_scripts, minify, prune_token_rules, used_token_classes
 from site_builder.links import check_links
 from site_builder.pages import PageBuilder
@@ -95,15 +94,10 @@ def static_files(root: Path, token_classes: set):
     return files
 
 
-def train_language_model(root: Path):
-    """The training run the pages show, trained (or read from the cache) once; returns nothing,
-    so a worker process that does it sends nothing back (the examples read it from the cache)."""
-    training_run.trained_run(root)
-
-
-def train_reversal(root: Path):
-    """The encoder-decoder's run on the reversal task, likewise."""
-    training_run.reversal_run(root)
+def _train_and_hand_back(run):
+    """In a child: train (or read from the cache) one run, and hand it back to the build."""
+    run()
+    return training_run.held_runs()
 
 
 def training_readers(root: Path, refs) -> set:
@@ -115,41 +109,48 @@ def training_readers(root: Path, refs) -> set:
     return {r for r in refs if r.partition(":")[0] in readers}
 
 
-def training_step(root: Path, refs, cache, retrain: bool):
-    """The training runs as a SharedStep of the examples that read them. With a cache on disk
-    they train in workers while the examples that do not read them run; without one (or with
-    --retrain, which must train exactly once) they train here first and workers inherit them."""
-    from site_builder.examples import SharedStep
-    return SharedStep(runs=(functools.partial(train_language_model, root), functools.partial(train_reversal, root)),
-                      needed_by=training_readers(root, refs),
-                      in_worker=bool(cache is not None and cache.folder is not None and not retrain))
+def training_step(root: Path, refs):
+    """The training runs as a SharedStep of the examples that read them: each trains in a
+    child beside the examples that do not read them, and is handed back to this process."""
+    from site_builder.example_runner import SharedStep
+    return SharedStep(runs={"language model": functools.partial(_train_and_hand_back, functools.partial(training_run.trained_run, root)),
+                            "reversal": functools.partial(_train_and_hand_back, functools.partial(training_run.reversal_run, root))},
+                      needed_by=training_readers(root, refs), adopt=training_run.adopt)
 
 
 def example_requests(content, slugs=None):
-    """Every example the pages run (or the pages `slugs` run), as (ref, content file, line)."""
-    return [(e["run"], page.file, e.line_of("run"))
+    """Every example the pages run (or the pages `slugs` run), as Requests."""
+    from site_builder.example_runner import Request, DEFAULT_TIMEOUT
+    return [Request(e["run"], page.file, e.line_of("run"), float(e.get("timeout") or DEFAULT_TIMEOUT))
             for slug, page in content.pages.items() if slugs is None or slug in slugs
             for c in concepts(page) for e in c.get("examples") or []]
 
 
-def page_keys(root: Path, content, index, site_info):
-    """({slug: key}, shared key): everything a page's view model is made from. Shared by every page: the
-    model and test sources, the builder and its templates, site.yaml, every page's title,
-    summary and concept functions (navigation and cross-page links), the commit and config.
-    Its own: the page's file and the keys of the examples it runs."""
-    from site_builder.examples import example_keys
-    shared = digest(
-        sorted((f, "\n".join(lines)) for f, lines in index.files.items()),
-        [(p.relative_to(root).as_posix(), p.read_bytes()) for d in ("site_builder", "templates")
-         for p in sorted((root / d).rglob("*")) if p.is_file() and "__pycache__" not in p.parts],
-        (root / "content" / "site.yaml").read_bytes(), (root / "static/vendor/katex/VERSION").read_bytes(),
+def shared_page_key(root: Path, content, index, site_info):
+    """What every page is made from: every input of the build (fingerprint.input_files) but
+    the pages and examples themselves, every page's title, summary and concept functions
+    (navigation and cross-page links), the commit and the config."""
+    from site_builder.fingerprint import input_files
+    own = ("content/pages/", "content/examples/")
+    files = [(rel, p.read_bytes()) for p in input_files(root)
+             for rel in [p.relative_to(root).as_posix()] if not rel.startswith(own)]
+    return digest(
+        files, sorted((f, "\n".join(lines)) for f, lines in index.files.items()),
         [(slug, str(p.meta.get("title")), str(p.meta.get("summary")),
           [str(c.get("function")) + ":" + str(c.get("id")) for c in concepts(p)]) for slug, p in content.pages.items()],
         site_info["commit"], repr(site_info["config"]))
-    keys = example_keys(root, [ref for ref, _, _ in example_requests(content)])
-    return {slug: digest(shared, (root / page.file).read_bytes(),
-                         [keys[e["run"]] for c in concepts(page) for e in c.get("examples") or []])
-            for slug, page in content.pages.items()}, shared
+
+
+def page_keys(root: Path, content, shared: str, identities: dict, slugs=None):
+    """{slug: key}: the shared key, the page's file and the keys of the valid results of the
+    examples it shows; None for a page one of whose examples has no valid result."""
+    keys = {}
+    for slug, page in content.pages.items():
+        if slugs is not None and slug not in slugs:
+            continue
+        shown = [identities.get(r.ref) for r in example_requests(content, [slug])]
+        keys[slug] = None if None in shown else digest(shared, (root / page.file).read_bytes(), shown)
+    return keys
 
 
 _INDEX_MEMO = {}
@@ -228,19 +229,27 @@ def gather(root: Path, problems: list, cache=None, jobs=1, memos=None, retrain=F
     site_info = dict(repo_url=str(content.site.get("repo_url", "")).rstrip("/"),
                      branch=content.site.get("branch", "main"), commit=commit, config=cfg)
     renderer = Renderer(root, index, problems, memos.code if memos else None)
-    keys, site_info["shared_key"] = page_keys(root, content, index, site_info) if cache else (None, None)
-    # --retrain: the runs train again, and every example that reads them runs again, on pages
-    # gathered again (their cache entries are left as they are: the same keys, the same bytes).
-    retrained = training_readers(root, {r for r, *_ in example_requests(content)}) if retrain else set()
-    if keys and retrained:
-        keys = {slug: None if {r for r, *_ in example_requests(content, [slug])} & retrained else key
-                for slug, key in keys.items()}
+    from site_builder.example_runner import ExampleStore, run_examples
+    store = ExampleStore(root, cache)
+    requests = example_requests(content)
+    # --retrain: the runs train again, and every example that reads them runs again.
+    retrained = training_readers(root, {r.ref for r in requests}) if retrain else set()
+    keys, identities = {}, {}
+    if cache is not None and cache.folder is not None:
+        site_info["shared_key"] = shared_page_key(root, content, index, site_info)
+        identities = {r.ref: store.lookup(r.ref) for r in requests if r.ref not in retrained}
+        keys = page_keys(root, content, site_info["shared_key"], identities)
     # A page whose view model is cached needs none of its examples' results.
-    stale = [slug for slug in content.pages if not (keys and keys[slug] and cache.has("pages", keys[slug]))]
-    requests = example_requests(content, stale)
-    results = run_examples(root, requests, problems, cache, jobs, rerun=retrained,
-                           shared=training_step(root, {r for r, *_ in requests}, cache, retrain))
+    stale = [slug for slug in content.pages if not (keys.get(slug) and cache.has("pages", keys[slug]))]
+    stale_requests = example_requests(content, stale)
+    outcomes = run_examples(root, stale_requests, problems, store, jobs, rerun=retrained,
+                            shared=training_step(root, {r.ref for r in stale_requests}))
+    if keys:                    # pages whose examples just ran are keyed on their new results
+        identities.update(outcomes.identities)
+        keys.update(page_keys(root, content, site_info["shared_key"], identities, stale))
+    results = outcomes.results
     model = PageBuilder(root, content, index, renderer, shapes, problems, site_info, cache, results).build(keys)
+    model.example_inputs = list(store.used.values())
     model.examples_cached = sum(1 for _, from_cache in results.values() if from_cache)
     model.examples_run = len(results) - model.examples_cached
     model.documented |= renderer.cited
@@ -396,7 +405,12 @@ def build(root: Path, out: Path, strict=False, cache_dir=None, use_cache=True, r
     (the slowest step of a one-page rebuild)."""
     t0 = time.perf_counter()
     problems = []
-    cache = BuildCache((cache_dir or root / ".build_cache") if use_cache else None)
+    cache_dir = Path(cache_dir or root / ".build_cache")
+    # The stamp's key is taken before anything is read: an edit made during the build
+    # leaves the stamp out of date, and the next build does the work again.
+    options = dict(command="check" if strict else "build", out=str(Path(out).resolve()))
+    start_key = fingerprint.fingerprint(root, options) if use_cache else None
+    cache = BuildCache(cache_dir if use_cache else None)
     training_run.configure(cache, retrain)
     memos = Memos(cache if use_cache else None)
     gathered = gather(root, problems, cache, jobs or os.cpu_count() or 1, memos, retrain)
@@ -411,13 +425,39 @@ def build(root: Path, out: Path, strict=False, cache_dir=None, use_cache=True, r
         raise BuildFailed(failing)
     from site_builder.search import BUNDLE
     deferred = defer_search and (out / BUNDLE).is_dir()
+    warnings = [p for p in problems if p.warning or (p.strict and not strict)]
+    result = BuildResult(pages=len(model.pages) + 1, source_pages=sum(1 for f in files if f.startswith("source/")),
+                         references=len(model.references), examples_run=model.examples_run,
+                         examples_cached=model.examples_cached, seconds=0.0,
+                         pages_cached=sum(1 for p in model.pages if p.get("from_cache")), warnings=warnings)
+
+    def stamp():
+        if start_key:
+            extra, packages = stamp_inputs(root, model.example_inputs)
+            fingerprint.record(cache_dir, out, start_key, result.summary(), warnings, extra, packages)
     with output_lock(out):
+        fingerprint.forget(cache_dir, out)
         write_site(files, out, after_write=(lambda tmp: carry_search_bundle(out, tmp)) if deferred
                    else (lambda tmp: search_index(tmp, problems, cache)))
     memos.save()
-    return BuildResult(finish=(lambda: refresh_search(out, cache)) if deferred else None,
-                       pages=len(model.pages) + 1, source_pages=sum(1 for f in files if f.startswith("source/")),
-                       references=len(model.references), examples_run=model.examples_run, examples_cached=model.examples_cached,
-                       seconds=time.perf_counter() - t0,
-                       pages_cached=sum(1 for p in model.pages if p.get("from_cache")),
-                       warnings=[p for p in problems if p.warning or (p.strict and not strict)])
+    result.seconds = time.perf_counter() - t0
+    if deferred:
+        def finish():
+            found = refresh_search(out, cache)
+            stamp()
+            return found
+        result.finish = finish
+    else:
+        stamp()
+    return result
+
+
+def stamp_inputs(root: Path, example_inputs):
+    """What the stamp must check besides the input folders: the files examples read outside
+    them ({relative: sha256 as read}), and every package this build or its examples loaded."""
+    from site_builder.inputs import loaded_packages
+    extra, packages = {}, set(loaded_packages(root))
+    for inputs in example_inputs:
+        extra.update((rel, sha) for rel, sha in inputs.files if fingerprint.outside_input_dirs(rel))
+        packages.update(inputs.packages)
+    return extra, sorted(packages)

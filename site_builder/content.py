@@ -114,7 +114,7 @@ SCHEMA = {
     "prose": ({"text"}, set(), {}),
     "ref": ({"role", "function", "snippet"}, set(), {}),
     "symbol": ({"tex", "meaning", "code", "shape"}, set(), {}),
-    "example": ({"title", "run"}, {"hand_picked", "caption"}, {}),
+    "example": ({"title", "run"}, {"hand_picked", "caption", "timeout"}, {}),
     "shape": ({"title", "names"}, {"function", "at", "note"}, {}),
     "listing": ({"function"}, {"snippet", "caption"}, {}),
     "paper": ({"key"}, {"section", "equation", "page"}, {}),
@@ -123,7 +123,8 @@ ROLES = ("computes", "inline", "tests", "derived")
 # The type of every leaf value; anything not listed here is a string.
 LEAF_TYPES = {"derived": bool, "flow": bool, "names": "str-list", "nav": "str-list",
               "holds": "str-map", "roles": "str-map", "papers": dict, "shape": "scalar",
-              "section": "scalar", "equation": "scalar", "page": "scalar", "year": "scalar"}
+              "section": "scalar", "equation": "scalar", "page": "scalar", "year": "scalar",
+              "timeout": "seconds"}
 CONTAINERS = {"sections", "math", "refs", "symbols", "examples", "shapes", "listings", "notes", "paper"}
 
 
@@ -136,10 +137,12 @@ def check_leaf(obj, key, file, problems):
           dict: lambda v: isinstance(v, dict),
           "scalar": lambda v: isinstance(v, (str, int, float)) and not isinstance(v, bool),
           "str-list": lambda v: isinstance(v, list) and all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in v),
-          "str-map": lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values())}[want](value)
+          "str-map": lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+          "seconds": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 3600}[want](value)
     if not ok:
         described = {bool: "true or false", str: "non-empty text", dict: "a mapping", "scalar": "a number or text",
-                     "str-list": "a list of names", "str-map": "a mapping of names to text"}[want]
+                     "str-list": "a list of names", "str-map": "a mapping of names to text",
+                     "seconds": "a number of seconds above 0 and at most 3600"}[want]
         problems.append(Problem(file, line, f"'{key}' must be {described}, got {type(value).__name__}",
                                 "quote text that YAML would read as something else"))
 

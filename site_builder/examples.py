@@ -158,7 +158,11 @@ def load_example(root: Path, ref: str):
         spec = importlib.util.spec_from_file_location(key, path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[key] = module
-        spec.loader.exec_module(module)
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[key]            # half-built: a second lookup must import it again
+            raise
     if not hasattr(module, func_name):
         raise LookupError(f"content/examples/{module_name}.py has no function '{func_name}'")
     return getattr(module, func_name)
@@ -249,143 +253,3 @@ def dependency_files(root: Path, path: Path) -> list:
                 if f and f not in seen:
                     todo.append(f)
     return sorted(seen)
-
-
-@lru_cache(maxsize=1024)
-def _file_digest(path: Path, stamp) -> str:
-    return digest(path.read_bytes())
-
-
-def example_key(root: Path, ref: str):
-    """Everything an example's numbers depend on: its own code and what it imports, NumPy."""
-    return example_keys(root, [ref])[ref]
-
-
-def example_keys(root: Path, refs) -> dict:
-    """{ref: example_key(root, ref)}, walking each module's imports once."""
-    modules, keys = {}, {}
-    for ref in refs:
-        module = ref.partition(":")[0]
-        if module not in modules:
-            modules[module] = module_key(root, module)
-        keys[ref] = digest(ref, modules[module])
-    return keys
-
-
-def module_key(root: Path, module_name: str):
-    path = root / "content" / "examples" / f"{module_name}.py"
-    files = dependency_files(root, path) if path.exists() else []
-    stamps = tuple((f, _stamp(f)) for f in files)
-    return _module_key(root, stamps)
-
-
-@lru_cache(maxsize=256)
-def _module_key(root, stamps):
-    return digest(np.__version__, *[(f.relative_to(root).as_posix(), _file_digest(f, s)) for f, s in stamps])
-
-
-def _worker(args):
-    """Run one example in a worker process; problems travel back with the result."""
-    root, ref, file, line = args
-    problems = []
-    return ref, _run(root, ref, file, line, problems), problems
-
-
-@dataclass
-class SharedStep:
-    """Work some examples need done before they run (the training runs), done once.
-
-    runs: independent callables (picklable). in_worker=True runs each in the pool beside the
-    examples that do not need them, which start at once; their results must then reach the
-    others through the build cache. Otherwise they run in this process first, and forked
-    workers inherit what they left in memory."""
-    runs: tuple
-    needed_by: set
-    in_worker: bool = False
-
-    def run_here(self):
-        for run in self.runs:
-            run()
-
-
-def run_examples(root: Path, requests, problems: list, cache=None, jobs=1, shared: SharedStep = None,
-                 rerun=frozenset()):
-    """requests: (ref, content file, line). Returns {ref: (result or None, from_cache)}.
-
-    Cache hits are read first (except for the refs in `rerun`); the misses run in `jobs`
-    worker processes (fork, so each starts with the builder already imported), in request
-    order, the examples that wait on `shared` after it is done."""
-    out, misses = {}, []
-    unique = list(dict(((r, (r, f, l)) for r, f, l in requests)).values())
-    keys = example_keys(root, [ref for ref, _, _ in unique])
-    for ref, file, line in unique:
-        key = keys[ref]
-        cached = cache.get("examples", key) if cache is not None and ref not in rerun else None
-        if cached is not None:
-            out[ref] = (cached, True)
-        else:
-            misses.append((ref, file, line, key))
-    if not misses:
-        return out
-    args = [(root, ref, file, line) for ref, file, line, _ in misses]
-    if shared is not None and not any(ref in shared.needed_by for _, ref, *_ in args):
-        shared = None
-    if jobs > 1 and len(args) > 1:
-        results = _run_in_pool(args, jobs, shared)
-    else:
-        if shared is not None:
-            shared.run_here()
-        results = [_worker(a) for a in args]
-    keys = {ref: key for ref, _, _, key in misses}
-    for ref, result, found in results:
-        problems.extend(found)
-        out[ref] = (result, False)
-        if result is not None and cache is not None:
-            cache.put("examples", keys[ref], result)
-    return out
-
-
-def _run_in_pool(args, jobs, shared):
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    waits = {ref for _, ref, *_ in args if shared is not None and ref in shared.needed_by}
-    with ProcessPoolExecutor(max_workers=min(jobs, len(args)), mp_context=multiprocessing.get_context("fork")) as pool:
-        if shared is not None and not shared.in_worker:
-            shared.run_here()
-        first = [pool.submit(run) for run in shared.runs] if shared is not None and shared.in_worker else []
-        futures = {a[1]: pool.submit(_worker, a) for a in args if a[1] not in waits}
-        for f in first:
-            f.result()
-        futures.update({a[1]: pool.submit(_worker, a) for a in args if a[1] in waits})
-        return [futures[a[1]].result() for a in args]
-
-
-def run_example(root: Path, ref: str, file: str, line: int, problems: list, cache=None):
-    """Run one example (or take it from the cache); a failure becomes a Problem, and the page gets None.
-    Returns (result, from_cache)."""
-    key = example_key(root, ref)
-    if cache is not None:
-        cached = cache.get("examples", key)
-        if cached is not None:
-            return cached, True
-    result = _run(root, ref, file, line, problems)
-    if result is not None and cache is not None:
-        cache.put("examples", key, result)
-    return result, False
-
-
-def _run(root, ref, file, line, problems):
-    try:
-        fn = load_example(root, ref)
-        result = fn()
-        if not isinstance(result, ExampleResult):
-            raise TypeError(f"example {ref} must return an ExampleResult, got {type(result).__name__}")
-        return result
-    except LookupError as e:
-        problems.append(Problem(file, line, str(e), "check the 'run:' value: module:function"))
-    except Exception as e:  # an example is user code: any error is reported, never a traceback
-        cause = e.__cause__ or e
-        problems.append(Problem(file, line, f"example {ref} raised {type(cause).__name__}: {cause} "
-                                            f"at {raising_line(cause, root)}",
-                                "run the example function by hand to debug it"))
-    return None

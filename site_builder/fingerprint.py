@@ -1,23 +1,34 @@
-"""The no-op fast path: a fingerprint of every input of a build, so that an unchanged
-repository is not built again.
+"""The no-op fast path: a stamp of every input of the last build and of every file it wrote,
+so that an unchanged repository with an untouched site is not built again.
 
 Make's trick, with content hashes instead of times (a checkout or a touch changes times, not
 content). The inputs are every file the build reads (content, templates, static, the model,
-the tests, the builder itself, the corpus), the commit the pages cite, the versions of the
-libraries that shape the output, and the options. If the fingerprint equals the one stored
-after the last successful build of the same output folder, and that folder is still there,
-the build is done. This module imports nothing heavy: the check has to cost less than the
-interpreter's start.
+the tests, the builder itself, the corpus), any other repository file an example was seen
+to read, the commit the pages cite, the Python version, the options, and
+every installed package the build loaded, as the file an import resolves to (an upgrade or
+a shadowing module changes it; site_builder/inputs.py).
+
+Every builder keeps the stamp: `build_site.py`, `check` and `serve` alike. A build removes
+the stamp of its output folder before it swaps a new site in, and writes a new one only
+after the site (and its search index) is complete, so a failed, killed or still-indexing
+build never leaves a stamp that vouches for the wrong site. The stamp also lists what the
+build wrote, with sizes, times and hashes: a page deleted or overwritten since makes the
+site out of date (sizes and times are compared first; a file whose size or time differs,
+or was written within two seconds of the stamp, is hashed).
+
+This module imports nothing heavy: the check has to cost less than the interpreter's start.
 """
 import hashlib
 import json
+import os
 import subprocess
-from importlib import metadata
+import sys
+import time
 from pathlib import Path
 
 INPUT_DIRS = ("content", "templates", "static", "model", "tests", "site_builder", "data")
 INPUT_FILES = ("build_site.py", "pyproject.toml")
-LIBRARIES = ("numpy", "jinja2", "markdown", "pygments", "pyyaml", "quickjs", "pagefind", "rcssmin", "rjsmin")
+RACY_SECONDS = 2.0     # a file this close to the stamp may change without changing its time
 
 
 def input_files(root: Path):
@@ -38,37 +49,102 @@ def head_commit(root: Path):
         return None
 
 
+def _sha(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return "missing"
+
+
 def fingerprint(root: Path, options: dict) -> str:
+    """The digest of every file of the input folders, the commit, the Python version and
+    the options (another interpreter or import path shows in the packages it loads)."""
     h = hashlib.sha256()
     for p in input_files(root):
         h.update(p.relative_to(root).as_posix().encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest())
-    for lib in LIBRARIES:
-        try:
-            h.update(f"{lib}={metadata.version(lib)}".encode())
-        except metadata.PackageNotFoundError:
-            h.update(f"{lib}=none".encode())
-    h.update(json.dumps([head_commit(root), options], sort_keys=True, default=str).encode())
+    h.update(json.dumps([head_commit(root), sys.version, options],
+                        sort_keys=True, default=str).encode())
     return h.hexdigest()
+
+
+def with_extra(key: str, extra: dict) -> str:
+    """The key with the files examples read outside the input folders ({relative: sha256})."""
+    return hashlib.sha256(json.dumps([key, sorted(extra.items())]).encode()).hexdigest()
+
+
+def outside_input_dirs(rel: str) -> bool:
+    return rel.split("/")[0] not in INPUT_DIRS and rel not in INPUT_FILES
 
 
 def stamp_path(cache_dir: Path, out: Path) -> Path:
     return Path(cache_dir) / "stamps" / hashlib.sha256(str(Path(out).resolve()).encode()).hexdigest()[:16]
 
 
-def up_to_date(cache_dir: Path, out: Path, key: str):
+def written_files(out: Path) -> dict:
+    """{relative path: [size, mtime_ns, sha256]} of every file under `out`."""
+    files = {}
+    for folder, _, names in os.walk(out):
+        for name in names:
+            p = Path(folder) / name
+            st = p.stat()
+            files[p.relative_to(out).as_posix()] = [st.st_size, st.st_mtime_ns, _sha(p)]
+    return files
+
+
+def _site_intact(out: Path, manifest: dict, stamped_at: float) -> bool:
+    """Whether every file the last build wrote is still there with the same bytes."""
+    for rel, (size, mtime, sha) in manifest.items():
+        p = out / rel
+        try:
+            st = p.stat()
+        except OSError:
+            return False
+        racy = mtime / 1e9 >= stamped_at - RACY_SECONDS
+        if st.st_size != size or (st.st_mtime_ns != mtime or racy) and _sha(p) != sha:
+            return False
+    return True
+
+
+def _packages_unchanged(packages) -> bool:
+    from site_builder.inputs import package_identity
+    return all(tuple(package_identity(name, "/nonexistent")) == tuple(identity) for name, *identity in packages)
+
+
+def up_to_date(cache_dir: Path, out: Path, root: Path, options: dict):
     """(summary, warnings) of the last build if nothing changed since, else None."""
     try:
         stored = json.loads(stamp_path(cache_dir, out).read_text())
-    except (OSError, ValueError):
+        extra = {rel: _sha(root / rel) for rel in stored.get("extra", {})}
+        key = with_extra(fingerprint(root, options), extra)
+    except (OSError, ValueError, TypeError, AttributeError):
         return None
     if stored.get("key") != key or not Path(out).is_dir():
+        return None
+    if not _packages_unchanged(stored.get("packages", ())):
+        return None
+    if not _site_intact(Path(out), stored.get("written", {}), stored.get("time", 0.0)):
         return None
     return stored.get("summary", ""), stored.get("warnings", [])
 
 
-def record(cache_dir: Path, out: Path, key: str, summary: str, warnings=()):
+def forget(cache_dir: Path, out: Path):
+    """Before a build changes `out`: no stamp may vouch for it until the build is complete."""
+    try:
+        stamp_path(cache_dir, out).unlink()
+    except FileNotFoundError:
+        pass
+
+
+def record(cache_dir: Path, out: Path, key: str, summary: str, warnings=(), extra=None, packages=()):
+    """After a complete build: its input key (taken when it started; `extra`: {relative path:
+    sha256} of the files examples read outside the input folders, as they read them), what it
+    wrote, and the packages it loaded."""
+    extra = extra or {}
+    key = with_extra(key, extra)
     path = stamp_path(cache_dir, out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"key": key, "summary": summary, "warnings": [str(w) for w in warnings]}))
+    tmp = path.with_suffix(f".tmp-{os.getpid()}")
+    tmp.write_text(json.dumps({"key": key, "summary": summary, "warnings": [str(w) for w in warnings],
+                               "extra": extra, "packages": [list(p) for p in packages],
+                               "written": written_files(Path(out)), "time": time.time()}))
     tmp.replace(path)

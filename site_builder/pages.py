@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from site_builder.content import concepts, section_kind
-from site_builder.examples import run_example
+from site_builder.example_runner import DEFAULT_TIMEOUT, ExampleStore, Request, run_example
 from site_builder.problems import Problem
 from site_builder.render import ROLE_LABELS, source_url, line_anchor, short_file
 from site_builder.resolve import resolve_snippet, resolve_function, ResolveError
@@ -333,7 +333,8 @@ class PageBuilder:
         out = []
         for e in c.get("examples") or []:
             result, cached = self.example_results.get(e["run"]) or run_example(
-                self.root, e["run"], page.file, e.line_of("run"), self.problems, self.cache)
+                self.root, Request(e["run"], page.file, e.line_of("run"), float(e.get("timeout") or DEFAULT_TIMEOUT)),
+                self.problems, ExampleStore(self.root, self.cache))
             self.model.examples_cached += cached
             self.model.examples_run += not cached
             if result is None:

@@ -77,6 +77,8 @@ class Renderer:
 
     # -- math and prose -------------------------------------------------------------------
     def tex(self, tex, display, file, line):
+        """A formula's MathML; bad TeX is a problem at every place that uses it (only
+        successes are remembered, so a second page with the same typo is reported too)."""
         key = (tex, display)
         if key not in self.math_cache:
             try:
@@ -85,7 +87,7 @@ class Renderer:
                 pos = f" at position {e.position}" if e.position is not None else ""
                 self.problems.append(Problem(file, line, f"TeX error{pos} in '{tex.strip()}': {e.message}",
                                              "fix the formula; KaTeX's message says what it could not parse"))
-                self.math_cache[key] = f'<code class="tex-error">{html.escape(tex)}</code>'
+                return Markup(f'<code class="tex-error">{html.escape(tex)}</code>')
         return Markup(self.math_cache[key])
 
     def code_ref(self, qualname, snippet, file, line, prefix):

@@ -83,6 +83,20 @@ def _cached_run(kind: str, key: str, compute):
     return run
 
 
+def held_runs() -> dict:
+    """The runs held in this process, {kind: (key, run)}: what a child that trained them
+    hands back to the build (site_builder/example_runner.py)."""
+    return dict(_state.get("held", {}))
+
+
+def adopt(held: dict):
+    """Hold runs trained in a child, so the children forked after this read them from memory;
+    a run adopted under --retrain counts as retrained for this build."""
+    _state.setdefault("held", {}).update(held)
+    if _state["retrain"]:
+        _state.setdefault("retrained", set()).update(held)
+
+
 _DIVERGED = re.compile(r"^(?P<what>.*?) at step (?P<step>\d+)\b")
 
 

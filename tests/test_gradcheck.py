@@ -10,13 +10,14 @@ import pytest
 from model.attention import causal_mask, mha_forward, mha_backward, attention_forward, attention_backward
 from model.config import ModelConfig
 from model.gradcheck import numerical_grad, rel_error
+from tests.fixtures import GRADCHECK_TOL
 from model.ops import (linear_forward, linear_backward, relu_forward, relu_backward, layer_norm_forward,
                        layer_norm_backward, softmax_forward, softmax_backward, cross_entropy_forward,
                        cross_entropy_backward, embedding_forward, embedding_backward)
 from model.transformer import (init_params, forward, loss_and_grads, embed_forward, embed_backward,
                                ffn_forward, ffn_backward, block_forward, block_backward)
 
-TOL = 1e-7
+TOL = GRADCHECK_TOL
 D, H = 8, 2
 ATTENTION = ("wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo")
 

@@ -10,7 +10,7 @@ import pytest
 from model.transformer import ffn_forward, ffn_backward, block_forward, block_backward
 from site_builder.examples import load_example, fmt_array, fmt_number
 from tests.conftest import ROOT, assert_sections
-from tests.test_transformer import ffn_worked_params, FFN_WORKED_XN, FFN_WORKED_DOUT
+from tests.fixtures import ffn_worked_params, FFN_WORKED_XN, FFN_WORKED_DOUT
 
 CONCEPTS = ["ffn-forward", "ffn-backward", "block-forward", "block-backward"]
 HEADINGS = ["What is it?", "Why does the model need it?", "Mathematics", "What does each symbol mean?",

@@ -11,25 +11,8 @@ from model.ops import linear_backward, relu_backward
 from model.transformer import (init_params, check_ids, forward, loss_and_grads, ffn_forward, ffn_backward,
                                block_forward, block_backward)
 from tests.conftest import KeyRecorder
-
-# ---------------------------------------------------------------- the worked feed-forward example
-# d = 2 features widen to F = 3 and narrow back to 2. The site traces these numbers.
-FFN_WORKED_XN = np.array([[1.0, -1.0]])             # one row in
-FFN_WORKED_W1 = np.array([[1.0, 0.0, 0.0],          # (d, F)
-                          [0.0, 1.0, 1.0]])
-FFN_WORKED_B1 = np.array([0.0, 0.5, 0.0])           # (F,)
-FFN_WORKED_W2 = np.array([[2.0, 0.0],               # (F, d)
-                          [0.0, 1.0],
-                          [0.5, 0.0]])
-FFN_WORKED_B2 = np.array([-1.0, 2.0])               # (d,)
-FFN_WORKED_DOUT = np.array([[1.0, 0.5]])            # the gradient arriving at the output
-
-
-def ffn_worked_params():
-    """The hand-picked weights as the "b0." block of a parameter dict (fresh copies)."""
-    return {"b0.ff1_w": FFN_WORKED_W1.copy(), "b0.ff1_b": FFN_WORKED_B1.copy(),
-            "b0.ff2_w": FFN_WORKED_W2.copy(), "b0.ff2_b": FFN_WORKED_B2.copy()}
-
+from tests.fixtures import (FFN_WORKED_XN, FFN_WORKED_W1, FFN_WORKED_B1, FFN_WORKED_W2, FFN_WORKED_B2,
+                            FFN_WORKED_DOUT, ffn_worked_params)
 
 def test_ffn_worked_example():
     Xn, W1, b1, W2, b2, dOut = (FFN_WORKED_XN, FFN_WORKED_W1, FFN_WORKED_B1,

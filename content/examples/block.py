@@ -7,7 +7,7 @@ from model.transformer import init_params, ffn_forward, ffn_backward, block_forw
 from site_builder.examples import (ExampleResult, steps_table, matrix, gradcheck_table, stepper,
                                    config_label)
 from site_builder.trace import trace_locals
-from tests.test_transformer import ffn_worked_params, FFN_WORKED_XN, FFN_WORKED_DOUT
+from tests.fixtures import ffn_worked_params, FFN_WORKED_XN, FFN_WORKED_DOUT
 
 SEED = 0
 TINY = ModelConfig(vocab_size=5, seq_len=3, emb_dim=4, num_heads=2, ff_dim=6, num_layers=1)
@@ -18,7 +18,7 @@ DY_HAND = np.array([[0.1, -0.2, 0.3, 0.05],    # hand-picked, not computed from 
                     [-0.1, 0.25, 0.15, -0.3],
                     [0.2, 0.1, -0.25, 0.15]])
 TINY_SOURCE = f"init_params({config_label(TINY)}, np.random.default_rng({SEED}))"
-WORKED_SOURCE = "the hand-picked weights of tests/test_transformer.py (ffn_worked_params)"
+WORKED_SOURCE = f"the hand-picked weights of {ffn_worked_params.__module__.replace('.', '/')}.py ({ffn_worked_params.__name__})"
 
 
 def tiny_params():

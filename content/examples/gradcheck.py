@@ -14,7 +14,7 @@ from model.transformer import init_params, forward, loss_and_grads, embed_forwar
 from site_builder.examples import ExampleResult, table, figure, gradcheck_table, config_label
 from site_builder.plots import line_plot
 from site_builder.trace import trace_locals
-from tests.test_gradcheck import TOL
+from tests.fixtures import GRADCHECK_TOL as TOL
 
 H = 1e-5                                    # numerical_grad's default step
 
