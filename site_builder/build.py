@@ -245,7 +245,7 @@ def gather(root: Path, problems: list, cache=None, jobs=1, memos=None, retrain=F
     outcomes = run_examples(root, stale_requests, problems, store, jobs, rerun=retrained,
                             shared=training_step(root, {r.ref for r in stale_requests}))
     if keys:                    # pages whose examples just ran are keyed on their new results
-        identities.update(outcomes.identities)
+        identities.update({ref: key for ref, key in outcomes.identities.items() if ref not in retrained})
         keys.update(page_keys(root, content, site_info["shared_key"], identities, stale))
     results = outcomes.results
     model = PageBuilder(root, content, index, renderer, shapes, problems, site_info, cache, results).build(keys)
