@@ -168,10 +168,10 @@ def reused_index(root: Path):
 
 
 def cached_shapes(root: Path, cfg, cache):
-    """The probe runs (site_builder/shapes.py), keyed on the model and on the probing code."""
+    """The probe runs (site_builder/shapes.py), keyed on the model and on the builder's code."""
     from site_builder.shapes import infer_shapes
     import numpy as np
-    files = sorted((root / "model").glob("*.py")) + [root / "site_builder" / n for n in ("shapes.py", "trace.py")]
+    files = sorted((root / "model").glob("*.py")) + sorted((root / "site_builder").glob("*.py"))
     key = digest(np.__version__, cfg.vocab_size, *[(f.name, f.read_bytes()) for f in files])
     shapes = cache.get("shapes", key) if cache else None
     if shapes is None:

@@ -30,7 +30,7 @@ from site_builder.inputs import InputState, Inputs, Recorder
 from site_builder.problems import Problem
 from site_builder.worker import Call, run_calls
 
-DEFAULT_TIMEOUT = 60.0           # seconds; the slowest example took 2.2 s on 2 busy cores
+DEFAULT_TIMEOUT = 60.0           # seconds; the slowest example took 2.9 s on 2 cores at load average 5
 RUN_TIMEOUT = 900.0              # a training run the pages read
 VARIANTS_KEPT = 8                # input sets remembered per example (an edit and its revert)
 BLOCK_KINDS = {"steps", "matrix", "gradcheck", "table", "svg", "stepper"}

@@ -59,8 +59,10 @@ def code_fingerprint(path: Path) -> str:
 
 
 def model_fingerprint(root: Path) -> list:
-    """The syntax trees of model/*.py, by file name: what every training run depends on."""
-    return [(p.name, code_fingerprint(p)) for p in sorted((root / "model").glob("*.py"))]
+    """The syntax trees of model/*.py, by file name, and of this file (how a run is made and
+    sampled): what every training run depends on."""
+    return [(p.name, code_fingerprint(p)) for p in sorted((root / "model").glob("*.py"))] + \
+        [("training_run.py", code_fingerprint(Path(__file__)))]
 
 
 def source_key(root: Path, train_cfg, corpus: Path):
