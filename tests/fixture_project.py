@@ -1,0 +1,186 @@
+"""A small project built by the real site builder, for tests that build it many times
+(tests/test_differential.py, tests/test_mutation.py).
+
+`make_fixture_project(dest)` copies the builder and everything it reads (build_site.py,
+site_builder/, templates/, static/, model/, pyproject.toml, and the modules of tests/ that the
+pages cite or the examples import), and writes a `content/` with four of the real pages whose
+examples are cheap, and a prefix of the corpus:
+
+- tokens      its examples read data/shakespeare.txt directly (the vocabulary, batches) and
+              import model.train (hence tqdm)
+- embeddings  reads the corpus too (its vocabulary size), and cites tests/test_ops.py
+- loss        cites functions of tests/test_ops.py and tests/test_page_loss.py; the fixture
+              adds two examples of its own to it (FIXTURE_EXAMPLES, content/examples/fixture.py):
+              the corpus's character count, and a constant of tests/test_gradcheck.py, which
+              imports pytest (as the real block and gradcheck examples did until they moved to
+              tests/fixtures.py): an example that needs a package only the tests install
+- positions   the sinusoidal positions of the encoder-decoder (imports model.train_seq2seq)
+
+None of them reads the training runs of site_builder/training_run.py (those train a model),
+and their examples take 0.5 s in all (the gradcheck page's alone take 1.6 s).
+`data/shakespeare.txt` is cut to its first CORPUS_BYTES at a line end: model/data.py's
+DEFAULT_CORPUS resolves relative to model/, so the copy reads the copy's corpus.
+
+The copy is a git repository with one commit whose author, committer and dates are fixed, so
+`git rev-parse HEAD` (which the pages cite) gives the same commit for every fixture made from
+the same sources, and stays the same while a test edits the working tree (edits are never
+committed; .gitignore keeps site/ and .build_cache/ out of `git status`).
+
+Measured on the 2-core machine: a cold build takes 2.2 s (2.5 s of CPU; 4 s of wall time while
+other jobs load the machine), a `--no-cache` build the same, a no-op rebuild 0.1 s.
+
+`make_repo_copy(dest)` is the same for the whole repository (all pages, the whole corpus).
+"""
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PAGES = ("tokens", "embeddings", "loss", "positions")
+CORPUS_BYTES = 64 * 1024
+COPIED_DIRS = ("site_builder", "templates", "static", "model")
+COPIED_FILES = ("build_site.py", "pyproject.toml")
+IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*~", "*.swp")
+GIT_ENV = dict(GIT_AUTHOR_NAME="fixture", GIT_AUTHOR_EMAIL="fixture@example.invalid",
+               GIT_COMMITTER_NAME="fixture", GIT_COMMITTER_EMAIL="fixture@example.invalid",
+               GIT_AUTHOR_DATE="2000-01-01T00:00:00+0000", GIT_COMMITTER_DATE="2000-01-01T00:00:00+0000",
+               GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull)
+FIXTURE_MODULE = '''"""Examples of the fixture project only (tests/fixture_project.py)."""
+from model.data import DEFAULT_CORPUS, load_corpus
+from site_builder.examples import ExampleResult, table
+
+
+def corpus_characters():
+    """Reads the corpus directly: its size in characters."""
+    text = load_corpus(DEFAULT_CORPUS)
+    return ExampleResult([table(["characters", "distinct"], [[len(text), len(set(text))]])], "data/shakespeare.txt")
+
+
+def gradcheck_tolerance():
+    """Imports a test module, and so pytest (as the real block and gradcheck examples did)."""
+    import tests.test_gradcheck as checks
+    return ExampleResult([table(["tolerance"], [[getattr(checks, "TOL", "?")]])], "tests/test_gradcheck.py")
+'''
+# Inserted after the first `examples:` key of the loss page.
+FIXTURE_EXAMPLES = """\
+      - title: Characters in the corpus
+        run: fixture:corpus_characters
+      - title: The gradient check's tolerance
+        run: fixture:gradcheck_tolerance
+"""
+GITIGNORE = "/site/\n/.build_cache/\n/.site.*\n__pycache__/\n"
+
+
+def _site_yaml(pages):
+    """The real site.yaml with `nav` cut down to `pages` (in the real order)."""
+    lines = (ROOT / "content" / "site.yaml").read_text(encoding="utf-8").splitlines(keepends=True)
+    out, in_nav = [], False
+    for line in lines:
+        if line.startswith("nav:"):
+            in_nav = True
+            out.append("nav:\n")
+            continue
+        if in_nav and line.startswith("  - "):
+            if line[4:].strip() in pages:
+                out.append(line)
+            continue
+        in_nav = False
+        out.append(line)
+    return "".join(out)
+
+
+def _example_modules(page_text):
+    import re
+    return sorted(set(re.findall(r"run:\s*\"?([A-Za-z_][A-Za-z_0-9]*):", page_text)))
+
+
+def _test_modules(texts):
+    """The tests/ modules that `texts` (pages, example modules) name, and what those import from
+    tests/, transitively; with tests/__init__.py and tests/conftest.py."""
+    import re
+    wanted, todo = {"__init__", "conftest"}, []
+    for text in texts:
+        todo += re.findall(r"\btests\.([A-Za-z_][A-Za-z_0-9]*)", text)
+    while todo:
+        name = todo.pop()
+        path = ROOT / "tests" / f"{name}.py"
+        if name in wanted or not path.is_file():
+            continue
+        wanted.add(name)
+        todo += re.findall(r"\btests\.([A-Za-z_][A-Za-z_0-9]*)", path.read_text(encoding="utf-8"))
+    return sorted(wanted)
+
+
+def _copy_common(dest: Path, test_modules=None):
+    for d in COPIED_DIRS:
+        shutil.copytree(ROOT / d, dest / d, ignore=IGNORE, symlinks=True)
+    for f in COPIED_FILES:
+        shutil.copy2(ROOT / f, dest / f)
+    (dest / "tests").mkdir()
+    for p in sorted((ROOT / "tests").glob("*.py")):     # pages cite test functions; examples import some
+        if test_modules is None or p.stem in test_modules:
+            shutil.copy2(p, dest / "tests" / p.name)
+    (dest / "data").mkdir()
+
+
+def _git_commit(dest: Path):
+    """One commit with fixed names and dates: the same sources give the same commit id."""
+    (dest / ".gitignore").write_text(GITIGNORE)
+    env = {**os.environ, **GIT_ENV}
+    for cmd in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A", "."],
+                ["git", "commit", "-q", "--no-gpg-sign", "-m", "fixture"]):
+        subprocess.run(cmd, cwd=dest, env=env, check=True, capture_output=True)
+
+
+def make_fixture_project(dest: Path, all_tests: bool = False) -> Path:
+    """Create the fixture project in `dest` (created if missing; must be empty) and return it.
+
+    tests/ gets the test modules the pages cite or the examples import (and what those import
+    from tests/), or every tests/*.py with all_tests=True. The source index reads all of
+    tests/: with every test file a rebuild spends about a second more indexing them."""
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    if any(dest.iterdir()):
+        raise FileExistsError(f"{dest} is not empty")
+    sources = [(ROOT / "content" / "pages" / f"{slug}.md").read_text(encoding="utf-8") for slug in PAGES]
+    modules = sorted({m for text in sources for m in _example_modules(text)})
+    sources += [(ROOT / "content" / "examples" / f"{m}.py").read_text(encoding="utf-8") for m in modules]
+    _copy_common(dest, None if all_tests else _test_modules(sources + [FIXTURE_MODULE]))
+    corpus = (ROOT / "data" / "shakespeare.txt").read_bytes()[:CORPUS_BYTES]
+    (dest / "data" / "shakespeare.txt").write_bytes(corpus[:corpus.rindex(b"\n") + 1])
+    content = dest / "content"
+    (content / "pages").mkdir(parents=True)
+    (content / "examples").mkdir()
+    (content / "site.yaml").write_text(_site_yaml(PAGES), encoding="utf-8")
+    for slug in PAGES:
+        shutil.copy2(ROOT / "content" / "pages" / f"{slug}.md", content / "pages" / f"{slug}.md")
+    for m in modules:
+        shutil.copy2(ROOT / "content" / "examples" / f"{m}.py", content / "examples" / f"{m}.py")
+    (content / "examples" / "fixture.py").write_text(FIXTURE_MODULE, encoding="utf-8")
+    loss = content / "pages" / "loss.md"
+    text = loss.read_text(encoding="utf-8")
+    at = text.index("    examples:\n") + len("    examples:\n")
+    loss.write_text(text[:at] + FIXTURE_EXAMPLES + text[at:], encoding="utf-8")
+    _git_commit(dest)
+    return dest
+
+
+def make_repo_copy(dest: Path) -> Path:
+    """A copy of the whole working tree the builder reads (every page, the whole corpus), as
+    a git repository with one fixed commit like make_fixture_project's."""
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    if any(dest.iterdir()):
+        raise FileExistsError(f"{dest} is not empty")
+    _copy_common(dest)
+    shutil.copytree(ROOT / "content", dest / "content", ignore=IGNORE)
+    shutil.copy2(ROOT / "data" / "shakespeare.txt", dest / "data" / "shakespeare.txt")
+    _git_commit(dest)
+    return dest
+
+
+if __name__ == "__main__":      # python3 tests/fixture_project.py DEST: make one to look at
+    import sys
+    print(make_fixture_project(Path(sys.argv[1])))
