@@ -27,8 +27,10 @@ Trade-offs, and why this module makes the choices it does:
   serve, and no worker prints a traceback), and stopping kills it and every process under it
   (frozen with SIGSTOP first, so none can fork past the kill), undoes a half-done swap of the
   output folder (`abandon_output`), prints one line and exits 130 (143 for SIGTERM). A build in
-  a thread of this process could not be stopped: a thread cannot be killed, and a pool of
-  workers waits for its queue when it is shut down (that wait was 10 s of cold build).
+  a thread of this process, as before, could not be stopped: a thread cannot be killed, so
+  Ctrl-C waited for it (the process pool it used then finished its whole queue: 10 s and more
+  of a cold build), and a cleanup racing a live thread could not know what it had written.
+  Killing a process freezes the output folder in a state `abandon_output` can read.
   `build_site.py build` and `check` stop the same way (`abandon`).
 - The search index comes last. A rebuild goes live (and the page reloads) with the previous
   Pagefind bundle, then Pagefind indexes the new pages and that bundle is swapped in
@@ -712,6 +714,11 @@ class BuilderProcess:
         self.pids.append(self.proc.pid)
         self._rfd, self._buf, self._finish_pending = r, b"", False
 
+    def group(self) -> tuple:
+        """The builder's process group, while the builder is running (not yet reaped, so its
+        pid, which is also the group's id, cannot belong to anyone else)."""
+        return (self.proc.pid,) if self.proc is not None and self.proc.returncode is None else ()
+
     def close(self):
         if self._rfd is not None:
             os.close(self._rfd)
@@ -1087,7 +1094,7 @@ def serve(root, out, host="127.0.0.1", port=8000, build=None, cache_dir=None) ->
             return                                      # a second Ctrl-C while stopping
         building = rebuilder.running
         try:
-            clause = abandon(out, builder.pids if builder else (), tuple(builder.pids) if builder else ())
+            clause = abandon(out, builder.pids if builder else (), builder.group() if builder else ())
             line = f"stopped; the build in progress was abandoned: {clause}" if building else "stopped"
         except Exception as e:                          # still one line, still an exit
             line = f"stopped; could not clean up after the build ({type(e).__name__}: {e})"

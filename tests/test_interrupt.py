@@ -237,6 +237,26 @@ def test_stopping_serve_during_a_rebuild_after_an_edit(mini, command, sig, group
     print(f"serve, rebuild, {sig.name}: exit {took:.3f} s")
 
 
+def test_serve_killed_outright_leaves_no_process(mini, command):
+    """SIGKILL runs no handler: the builder dies with serve (PR_SET_PDEATHSIG), and its workers
+    with the builder (site_builder/worker.py asks for the same)."""
+    root, out, marks = mini
+    cmd = command(root, ["serve", "--port", "0", "--out", str(out)], tag=str(out),
+                  env={"INTERRUPT_MARKS": str(marks)})
+    wait_for(lambda: any(line.startswith("serving ") for line in cmd.lines), 120, "serving", cmd)
+    (root / "content" / "examples" / "mini.py").write_text(SLOW)
+    worker = int(wait_for(lambda: list(marks.iterdir()), 60, "the edited example running in a worker", cmd)[0].name)
+    under = tree(cmd.proc.pid)
+    assert worker in under
+    t0 = time.monotonic()
+    os.kill(cmd.proc.pid, signal.SIGKILL)
+    cmd.proc.wait(DEADLINE)
+    while time.monotonic() - t0 < DEADLINE and ([p for p in under if running(p)] or naming(str(out))):
+        time.sleep(0.01)
+    assert not [p for p in under if running(p)] and not naming(str(out))
+    print(f"serve, SIGKILL: every process under it gone {time.monotonic() - t0:.3f} s after")
+
+
 def test_ctrl_c_while_serve_is_idle(mini, command):
     root, out, marks = mini
     cmd = command(root, ["serve", "--port", "0", "--out", str(out)], tag=str(out))
