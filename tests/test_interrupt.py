@@ -257,6 +257,28 @@ def test_serve_killed_outright_leaves_no_process(mini, command):
     print(f"serve, SIGKILL: every process under it gone {time.monotonic() - t0:.3f} s after")
 
 
+def test_a_builder_that_dies_is_one_failure_line_and_the_next_edit_builds(mini, command):
+    root, out, marks = mini
+    cmd = command(root, ["serve", "--port", "0", "--out", str(out)], tag=str(out),
+                  env={"INTERRUPT_MARKS": str(marks)})
+    wait_for(lambda: any(line.startswith("serving ") for line in cmd.lines), 120, "serving", cmd)
+    (root / "content" / "examples" / "mini.py").write_text(SLOW)
+    wait_for(lambda: list(marks.iterdir()), 60, "the edited example running in a worker", cmd)
+    builder = [p for p in tree(cmd.proc.pid) if (_stat(p) or (0, 0))[1] == cmd.proc.pid]
+    assert len(builder) == 1
+    printed = len(cmd.lines)
+    os.kill(builder[0], signal.SIGKILL)                  # as the out-of-memory killer would
+    failed = wait_for(lambda: [line for line in cmd.lines[printed:] if "build failed" in line], 30,
+                      "the failed build's line", cmd)
+    assert len(cmd.lines[printed:]) == 1 and "Traceback" not in cmd.text(), cmd.lines[printed:]
+    assert "1 problem" in failed[0] and "still serving the last good site" in failed[0]
+    (root / "content" / "examples" / "mini.py").write_text(FAST.replace('"fast"', '"fast again"'))
+    wait_for(lambda: [line for line in cmd.lines[printed + 1:] if " built " in line], 120, "a new build", cmd)
+    assert "fast again" in (out / "mini.html").read_text()
+    status, took, lines, before = cmd.interrupt()
+    assert status == 130 and len(lines) == 1
+
+
 def test_ctrl_c_while_serve_is_idle(mini, command):
     root, out, marks = mini
     cmd = command(root, ["serve", "--port", "0", "--out", str(out)], tag=str(out))
