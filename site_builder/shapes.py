@@ -48,6 +48,7 @@ import importlib
 import importlib.util
 import inspect
 import re
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -513,7 +514,8 @@ def probe_failure(name: str, exc: BaseException) -> ProbeFailure:
     cause = exc.__cause__ if exc.__cause__ is not None and not isinstance(exc, ProbeError) else exc
     where = raising_location(exc) or raising_location(cause)
     error = f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__
-    file, line, code = where if where else (None, None, "")
+    # A line of the builder (the probe could not find its entry point) is no line to fix.
+    file, line, code = where if where and where[0].startswith("model/") else (None, None, "")
     return ProbeFailure(probe=name, entry=PROBES[name].entry, error=" ".join(error.split()),
                         file=file, line=line, code=code)
 
@@ -526,7 +528,10 @@ def infer_shapes_by_probe(vocab_size: int = 65, probes: Iterable[str] | None = N
     out = {}
     for name in (PROBES if probes is None else probes):
         try:
-            res = run_probe(name, vocab_size)
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                # shapes only: a broken model's NaNs and overflows are not this run's to print
+                warnings.simplefilter("ignore")
+                res = run_probe(name, vocab_size)
         except Exception as e:       # the model's code raised (or the probe does not fit it)
             if failures is None:
                 raise

@@ -152,12 +152,23 @@ class Trace:
 # ----------------------------------------------------------------------------- naming
 
 def repo_relative(filename: str) -> str:
-    """``model/transformer.py`` for a file inside the repository, else the absolute path."""
+    """``model/transformer.py`` for a file inside the repository, else the absolute path. A
+    code object's file name that is not absolute (a compiled extension's
+    ``numpy/random/_generator.pyx``, ``<frozen ...>``) is not a file of the repository, whatever
+    the working directory: it is returned as it is."""
+    if not Path(filename).is_absolute():
+        return filename
     path = Path(filename).resolve()
     try:
         return path.relative_to(REPO_ROOT).as_posix()
     except ValueError:
         return path.as_posix()
+
+
+def _repo_file(filename: str):
+    """The repository-relative path of a code object's file, or None if it is not one."""
+    rel = repo_relative(filename)
+    return None if rel.startswith("/") or not Path(filename).is_absolute() else rel
 
 
 def _unwrap(fn) -> FunctionType:
@@ -539,8 +550,8 @@ def raising_location(exc: BaseException, prefer: str = "model/"):
     for fcode, lineno in _traceback_frames(exc):
         if str(Path(fcode.co_filename).resolve()) == _THIS_FILE:
             continue
-        rel = repo_relative(fcode.co_filename)
-        if rel.startswith("/"):
+        rel = _repo_file(fcode.co_filename)
+        if rel is None:
             continue
         inside = (rel, lineno, _line_text(fcode.co_filename, lineno))
         if rel.startswith(prefer):
@@ -556,7 +567,7 @@ def _raise_trace_error(qualname: str, code: CodeType | None, exc: BaseException,
         if path == _THIS_FILE:
             continue
         rel = repo_relative(fcode.co_filename)
-        if not rel.startswith("/"):
+        if _repo_file(fcode.co_filename) is not None:
             deepest = (rel, lineno, fcode.co_filename)
         if code is not None and fcode is code and own is None:
             own = (rel, lineno, fcode.co_filename)

@@ -157,3 +157,15 @@ def test_a_broken_link_names_the_content_line_that_made_it(tmp_path):
     assert hits(lines, "'nope.html'")[0].startswith(f"content/pages/mini.md:{line_number(source, 'href=nope.html')}:")
     assert hits(lines, "#nowhere")[0].startswith(f"content/pages/mini.md:{line_number(source, 'what: How far')}:")
     assert all(PROBLEM.match(l) for l in lines), lines
+
+
+def test_deleting_the_def_line_of_the_call_maps_root_is_problem_lines(project):
+    """Found by tests/test_mutation.py with MUTATION_LINES=400: the landing page's call map
+    asked the index for model.transformer.loss_and_grads and printed `internal error:
+    NotIndexed`."""
+    delete_line(project / "model/transformer.py", "def loss_and_grads(")
+    status, lines = check(project)
+    assert status == 1
+    assert_problem_lines(project, lines)
+    hits(lines, "content/pages/", "no function model.transformer.loss_and_grads")
+    hits(lines, "shape probe model.transformer.loss_and_grads raised LookupError")
