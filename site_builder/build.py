@@ -311,7 +311,7 @@ def render_all(root, content, index, renderer, model, site_info, cache=None):
     from site_builder.params import count_by_group
     cfg = site_info["config"]
     size = dict(config=f"ModelConfig({', '.join(f'{k}={v}' for k, v in cfg.to_dict().items())}), vocabulary from the shipped corpus.",
-                groups=list(count_by_group(cfg).items()))
+                groups=list(count_by_group(cfg, quiet=True).items()))
     size["total"] = sum(n for _, n in size["groups"])
     files["index.html"] = env.get_template("index.html").render(
         title="Overview", description=common["site"]["description"], root="", current="index", size=size,

@@ -308,4 +308,4 @@ def _run_problem(root, outcome, asker):
     else:
         what = f"failed: {outcome.status} {outcome.detail}"
     return Problem(asker.file, asker.line, f"the {name} training run that {asker.ref} reads {what}",
-                   "run `python3 -m model.train` by hand to see why; the examples that read it were not run")
+                   "the examples that read it were not run")

@@ -70,6 +70,15 @@ def _die_with_parent(parent: int):
         os._exit(1)
 
 
+def _silence():
+    """A call's prints and warnings (NumPy's RuntimeWarning on a NaN) must not break the
+    build's one-line-per-problem output: the child's stdout and stderr go nowhere."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
+
+
 def _send(fd, message):
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     if len(data) > MAX_RESULT_BYTES:
@@ -84,6 +93,7 @@ def _send(fd, message):
 def _child(call: Call, fd: int, parent: int):
     """In the child: run the call, send ("ok", value) or what went wrong, and exit."""
     _die_with_parent(parent)
+    _silence()
     signal.signal(signal.SIGINT, signal.SIG_IGN)        # Ctrl-C is the parent's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
