@@ -167,18 +167,20 @@ def reused_index(root: Path):
     return _INDEX_MEMO[key]
 
 
-def cached_shapes(root: Path, cfg, cache):
-    """The probe runs (site_builder/shapes.py), keyed on the model and on the builder's code."""
+def cached_shapes(root: Path, cfg, store):
+    """The probe runs (site_builder/shapes.py), in a child with their inputs recorded and
+    cached like an example's: the model, the builder's code, and the packages they load (a
+    probe of model.generate imports model.train, and so tqdm). A run in which a probe failed
+    is not cached; if the child itself fails, the probes run here."""
+    from site_builder.example_runner import recorded
     from site_builder.shapes import infer_shapes
-    import numpy as np
-    files = sorted((root / "model").glob("*.py")) + sorted((root / "site_builder").glob("*.py"))
-    key = digest(np.__version__, cfg.vocab_size, *[(f.name, f.read_bytes()) for f in files])
-    shapes = cache.get("shapes", key) if cache else None
-    if shapes is None:
-        shapes = infer_shapes(vocab_size=cfg.vocab_size)
-        if cache:
-            cache.put("shapes", key, shapes)
-    return shapes
+
+    def probe():
+        table = infer_shapes(vocab_size=cfg.vocab_size)
+        return table, not table.failures
+    shapes, _ = recorded(root, store, f"shape probes at vocab_size={cfg.vocab_size}", probe,
+                         root / "site_builder" / "shapes.py")
+    return shapes if shapes is not None else infer_shapes(vocab_size=cfg.vocab_size)
 
 
 class Memos:
@@ -224,13 +226,13 @@ def gather(root: Path, problems: list, cache=None, jobs=1, memos=None, retrain=F
         problems.append(Problem(e.file, e.line, e.message, "fix the syntax error"))
         return None
     cfg = default_config(root)
-    shapes = cached_shapes(root, cfg, cache)
+    from site_builder.example_runner import ExampleStore, run_examples
+    store = ExampleStore(root, cache if cache is not None else BuildCache(None))
+    shapes = cached_shapes(root, cfg, store)
     commit = git_commit(root)
     site_info = dict(repo_url=str(content.site.get("repo_url", "")).rstrip("/"),
                      branch=content.site.get("branch", "main"), commit=commit, config=cfg)
     renderer = Renderer(root, index, problems, memos.code if memos else None)
-    from site_builder.example_runner import ExampleStore, run_examples
-    store = ExampleStore(root, cache)
     requests = example_requests(content)
     # --retrain: the runs train again, and every example that reads them runs again.
     retrained = training_readers(root, {r.ref for r in requests}) if retrain else set()

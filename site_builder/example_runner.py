@@ -126,7 +126,7 @@ def run_examples(root: Path, requests, problems: list, store: ExampleStore = Non
     if not misses:
         return out
     _prehash(root, misses, store.state)
-    failed_modules = set()
+    failed_modules = {}           # module -> (message, fix) of the import that failed
     by_ref = {r.ref: r for r in misses}
     waiting = [r for r in misses if shared and r.ref in shared.needed_by]
     first = [_example_call(root, r, store) for r in misses if r not in waiting]
@@ -162,9 +162,37 @@ def run_examples(root: Path, requests, problems: list, store: ExampleStore = Non
             out.identities[request.ref] = store.store(request.ref, inputs, result)
 
     run_calls(shared_calls + first, jobs, on_done=done, more=more)
+    for module, (message, fix) in failed_modules.items():     # at the first request, whichever ran first
+        asker = next(r for r in misses if r.ref.partition(":")[0] == module)
+        problems.append(Problem(asker.file, asker.line, message, fix))
     for request in misses:               # examples that never ran: their shared step failed
         out.results.setdefault(request.ref, (None, False))
     return out
+
+
+def recorded(root: Path, store: ExampleStore, name: str, fn, module: Path, timeout=RUN_TIMEOUT):
+    """fn() for the build itself (the shape probes), cached like an example: run in a child
+    with its inputs recorded (`module`'s import closure, and what it reads and loads), reused
+    while they are unchanged. Returns (value, None) or (None, what went wrong). `fn` returns
+    (value, keep): a value it says not to keep (a probe that failed) is not cached."""
+    key = store.lookup(name)
+    value = store.load(key) if key else None
+    if value is not None:
+        return value, None
+
+    def call():
+        with Recorder(root, [store.cache.folder] if store.cache.folder else []) as recorder:
+            value, keep = fn()
+        static = [f.relative_to(root).as_posix() for f in dependency_files(root, module)]
+        return value, keep, store.state.freeze(recorder.files | set(static), recorder.dirs,
+                                               recorder.packages(), recorder.stats)
+    [outcome] = run_calls([Call(name, call, timeout, where=_blame(root))], 1)
+    if outcome.status != "ok":
+        return None, f"{outcome.status} {outcome.detail}".strip()
+    value, keep, inputs = outcome.value
+    if keep:
+        store.store(name, inputs, value)
+    return value, None
 
 
 def run_example(root: Path, request: Request, problems: list, store: ExampleStore = None):
@@ -287,13 +315,9 @@ def _interpret(root, outcome, request, failed_modules, state):
     (kind, *rest), inputs = outcome.value
     if kind == "ok":
         return rest[0], inputs, None
-    if kind == "import":
-        module = request.ref.partition(":")[0]
-        if module in failed_modules:
-            return None, None, None           # reported once per module
-        failed_modules.add(module)
-        message, fix = rest[0]
-        return None, None, Problem(*at, message, fix)
+    if kind == "import":                     # reported once per module, after every example ran
+        failed_modules.setdefault(request.ref.partition(":")[0], rest[0])
+        return None, None, None
     message, fix = rest
     return None, None, Problem(*at, message, fix)
 

@@ -77,6 +77,7 @@ class Recorder:
         self.ignore = [os.path.realpath(p) for p in ignore]
         self.root = os.path.abspath(root)
         self.files, self.dirs, self.stats = set(), set(), set()
+        self.missing = set()          # top-level modules an import looked for and did not find
         self.modules_before = set()
         self.busy = False
 
@@ -121,6 +122,7 @@ class Recorder:
             sys._site_builder_audit = True
         self.modules_before = set(sys.modules)
         _active.append(self)
+        sys.meta_path.append(self)          # asked last: by then no finder found the module
         # No audit event tells that a file exists (os.path.exists, Path.is_file): wrap os.stat,
         # which they call. The import system keeps its own reference, so imports do not count.
         self.saved = os.stat, os.lstat
@@ -138,11 +140,21 @@ class Recorder:
 
     def __exit__(self, *exc):
         os.stat, os.lstat = self.saved
+        sys.meta_path.remove(self)
         _active.remove(self)
         return False
 
+    def find_spec(self, name, path=None, target=None):
+        """As the last finder: a module no finder found. `try: import x / except ImportError`
+        then depends on x staying missing, so installing it must count as a change."""
+        if "." not in name:
+            self.missing.add(name)
+        return None
+
     def packages(self) -> tuple:
-        return loaded_packages(self.root)
+        found = loaded_packages(self.root)
+        names = {p[0] for p in found}
+        return found + tuple((name, "missing", 0, 0) for name in sorted(self.missing - names))
 
 
 def loaded_packages(root) -> tuple:

@@ -252,8 +252,10 @@ def write_site(files: dict, out: Path, after_write=None, root=None):
         (tmp / MARKER).write_bytes(MARKER_TEXT)
         if after_write is not None:
             after_write(tmp)
-        (tmp / MANIFEST).write_text("".join(f"{rel}\n" for rel in _tree_files(tmp) if rel != MANIFEST),
-                                    encoding="utf-8")
+        # The search bundle is one entry: serve swaps a new bundle in after the write, and the
+        # manifest must be what a build that indexed at once writes.
+        owned = sorted({rel if rel.split("/")[0] != BUNDLE else f"{BUNDLE}/" for rel in _tree_files(tmp)} - {MANIFEST})
+        (tmp / MANIFEST).write_text("".join(f"{rel}\n" for rel in owned), encoding="utf-8")
         for rel in keep:
             if os.path.lexists(out / rel) and not os.path.lexists(tmp / rel):
                 _link_or_copy(out / rel, tmp / rel)
