@@ -84,12 +84,18 @@ def main(argv=None):
         print(f"error: {e}", file=sys.stderr)
         return 2
     remove_stale(args.out)      # the temporary folders of builds that were killed
+    from site_builder.cache import CacheRefused, check_cache_dir
+    try:     # the cache folder is the builder's too: --clean deletes it whole
+        check_cache_dir(args.cache_dir, ROOT)
+    except CacheRefused as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.clean:
+        import shutil
+        shutil.rmtree(args.cache_dir, ignore_errors=True)     # check_cache_dir said it is a cache
     if args.command == "serve":
         from site_builder.serve import serve
         return serve(ROOT, args.out, args.host, args.port, cache_dir=args.cache_dir)
-    if args.clean:
-        import shutil
-        shutil.rmtree(args.cache_dir, ignore_errors=True)
     from site_builder import fingerprint
     use_cache = not args.no_cache and not args.retrain
     if use_cache:

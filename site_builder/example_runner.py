@@ -270,7 +270,8 @@ def _run_here(root, ref):
 def _wrong_result(result):
     """What is wrong with an example's return value, or None."""
     if not isinstance(result, ExampleResult):
-        return f"a {type(result).__name__}, not an ExampleResult"
+        name = type(result).__name__
+        return f"{'an' if name[0] in 'aeiou' else 'a'} {name}, not an ExampleResult"
     if not isinstance(result.blocks, list):
         return f"blocks of type {type(result.blocks).__name__}, not a list"
     for i, b in enumerate(result.blocks):

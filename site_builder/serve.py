@@ -87,7 +87,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, quote, unquote
 
-WATCHED_DIRS = ("content", "templates", "static", "model", "tests", "site_builder")
+WATCHED_DIRS = ("content", "templates", "static", "model", "tests", "site_builder", "data")
 # A .py edit under these means: re-import before building. content/ holds the example modules
 # (site_builder.examples keeps them in sys.modules, and they hold the builder's classes).
 CODE_DIRS = ("model", "site_builder", "tests", "content")

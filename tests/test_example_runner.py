@@ -80,7 +80,7 @@ def test_every_way_an_example_can_fail_is_one_line_and_the_build_goes_on(tmp_pat
     for expected in ("example bad:exits called sys.exit(0) at content/examples/bad.py:17",
                      "example bad:hard_exit ended the process with exit status 3",
                      "example bad:interrupts raised KeyboardInterrupt at content/examples/bad.py:25",
-                     "example bad:wrong_type returned a int, not an ExampleResult",
+                     "example bad:wrong_type returned an int, not an ExampleResult",
                      "example bad:wrong_block returned block 0 of kind 'poem'",
                      "example bad:huge returned",
                      "example bad:cli_main called sys.exit(2) at"):

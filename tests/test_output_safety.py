@@ -291,3 +291,28 @@ def test_a_dangling_link_on_the_command_line_is_not_an_internal_error(mini):
 def test_serve_with_a_port_out_of_range_is_one_line(repo, port):
     line = one_error_line(run(repo, "serve", "--port", port, timeout=60))
     assert "--port" in line and "0 to 65535" in line
+
+
+# ---------------------------------------------------------------- the cache folder is the builder's too
+@pytest.mark.parametrize("where", [".", "content", "model", "..", "mine"])
+def test_clean_never_deletes_a_folder_that_is_not_a_build_cache(tmp_path, where):
+    """`--clean --cache-dir X` deletes X: X must be a cache (a found hostile test: `.` deleted
+    the whole repository, `.git` included)."""
+    from tests.conftest import mini_repo
+    from tests.test_build_errors import SITE, PAGE, EXAMPLE
+    root = mini_repo(tmp_path, SITE, PAGE, {"mini": EXAMPLE})
+    (root / "mine").mkdir()
+    (root / "mine" / "notes.txt").write_text("mine\n")
+    before = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
+    out = subprocess.run([sys.executable, "build_site.py", "--clean", "--cache-dir", where], cwd=root,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and out.stderr.startswith("error: --cache-dir") and len(out.stderr.splitlines()) == 1
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == before
+
+
+def test_clean_deletes_a_build_cache(tmp_path):
+    from site_builder.cache import BuildCache, check_cache_dir
+    cache = BuildCache(tmp_path / "cache")
+    cache.put("examples", "ab" * 32, 1)
+    check_cache_dir(tmp_path / "cache", ROOT)          # a cache: accepted (and --clean may delete it)
+    check_cache_dir(tmp_path / "new", ROOT)            # a new folder: accepted
