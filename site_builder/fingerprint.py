@@ -106,8 +106,9 @@ def _site_intact(out: Path, manifest: dict, stamped_at: float) -> bool:
 
 
 def _packages_unchanged(packages) -> bool:
-    from site_builder.inputs import package_identity
-    return all(tuple(package_identity(name, "/nonexistent")) == tuple(identity) for name, *identity in packages)
+    from site_builder.inputs import packages_unchanged
+    return packages_unchanged([(name, *identity[:3], [tuple(f) for f in (identity[3] if len(identity) > 3 else ())])
+                               for name, *identity in packages])
 
 
 def up_to_date(cache_dir: Path, out: Path, root: Path, options: dict):

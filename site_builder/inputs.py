@@ -154,7 +154,7 @@ class Recorder:
     def packages(self) -> tuple:
         found = loaded_packages(self.root)
         names = {p[0] for p in found}
-        return found + tuple((name, "missing", 0, 0) for name in sorted(self.missing - names))
+        return found + tuple((name, "missing", 0, 0, ()) for name in sorted(self.missing - names))
 
 
 def loaded_packages(root) -> tuple:
@@ -172,8 +172,39 @@ def loaded_packages(root) -> tuple:
             continue
         identity = package_identity(name, str(root))
         if identity is not None:
-            out.append((name,) + identity)
+            out.append((name,) + identity + (_module_files(name),))
     return tuple(out)
+
+
+def _module_files(name: str) -> tuple:
+    """(file, size, mtime) of every loaded module of package `name`: an edit inside a package
+    (not only of its __init__.py) is a change."""
+    files = set()
+    for module_name, module in list(sys.modules.items()):
+        if module_name == name or module_name.startswith(name + "."):
+            file = getattr(module, "__file__", None)
+            if file:
+                files.add(file)
+    return tuple((f,) + _stat(f) for f in sorted(files))
+
+
+def _stat(path: str) -> tuple:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (0, 0)
+    return (st.st_size, st.st_mtime_ns)
+
+
+def packages_unchanged(packages, state=None) -> bool:
+    """Whether every package (name, file, size, mtime, module files) still resolves to the same
+    file and every module file of it has the same size and time."""
+    for name, *rest in packages:
+        identity, files = tuple(rest[:3]), rest[3] if len(rest) > 3 else ()
+        now = state.package(name) if state else package_identity(name, "/nonexistent")
+        if tuple(now or ()) != identity or any(_stat(f) != (size, mtime) for f, size, mtime in files):
+            return False
+    return True
 
 
 def package_identity(name: str, root: str):
@@ -207,14 +238,14 @@ class Inputs:
     (repository-relative) and packages (name, file, size, mtime)."""
     files: tuple
     dirs: tuple
-    packages: tuple
+    packages: tuple          # (name, file, size, mtime, ((module file, size, mtime), ...))
     kinds: tuple = ()        # (relative path, "file" / "dir" / "missing") of paths it looked at
 
     def valid(self, state: "InputState") -> bool:
         return (all(state.file(rel) == d for rel, d in self.files)
                 and all(state.listing(rel) == d for rel, d in self.dirs)
                 and all(state.kind(rel) == k for rel, k in self.kinds)
-                and all(state.package(p[0]) == p[1:] for p in self.packages))
+                and packages_unchanged(self.packages, state))
 
     def key(self) -> str:
         return digest(self.files, self.dirs, self.packages, self.kinds)

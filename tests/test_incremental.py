@@ -189,3 +189,29 @@ def test_a_build_made_like_serve_keeps_the_stamp_true(tmp_path):
     (root / "content" / "pages" / "mini.md").write_text(original)
     status, text = cli(root, cache=cache)
     assert status == 0 and "up to date" not in text and files(root / "site") == good
+
+
+PACKAGE_READER = """from site_builder.examples import ExampleResult, table
+import fakepkg_for_test
+
+
+def value():
+    return ExampleResult([table(["value"], [[fakepkg_for_test.VALUE]])], "an installed package")
+"""
+
+
+def test_an_edit_inside_an_installed_package_reruns_the_examples_that_load_it(tmp_path, monkeypatch):
+    """Found by a hostile test: only the package's __init__.py was checked, so an edit of a
+    module inside it left the page stale."""
+    packages = tmp_path / "site-packages"
+    (packages / "fakepkg_for_test").mkdir(parents=True)
+    (packages / "fakepkg_for_test" / "__init__.py").write_text("from .inner import VALUE\n")
+    (packages / "fakepkg_for_test" / "inner.py").write_text("VALUE = 'one'\n")
+    monkeypatch.syspath_prepend(str(packages))
+    root = mini_repo(tmp_path, SITE, page("pkg:value"), {"pkg": PACKAGE_READER})
+    cache = tmp_path / "cache"
+    assert_same_as_clean(root, tmp_path, cache)
+    assert "<td>one</td>" in (root / "site" / "mini.html").read_text()
+    (packages / "fakepkg_for_test" / "inner.py").write_text("VALUE = 'two, longer'\n")
+    assert_same_as_clean(root, tmp_path, cache)
+    assert "<td>two, longer</td>" in (root / "site" / "mini.html").read_text()
