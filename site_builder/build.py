@@ -126,16 +126,13 @@ def example_requests(content, slugs=None):
             for c in concepts(page) for e in c.get("examples") or []]
 
 
-def shared_page_key(root: Path, content, index, site_info):
-    """What every page is made from: every input of the build (fingerprint.input_files) but
+def shared_page_key(root: Path, content, index, site_info, input_digests):
+    """What every page is made from: every input of the build (fingerprint.input_digests) but
     the pages and examples themselves, every page's title, summary and concept functions
     (navigation and cross-page links), the commit and the config."""
-    from site_builder.fingerprint import input_files
     own = ("content/pages/", "content/examples/")
-    files = [(rel, p.read_bytes()) for p in input_files(root)
-             for rel in [p.relative_to(root).as_posix()] if not rel.startswith(own)]
     return digest(
-        files, sorted((f, "\n".join(lines)) for f, lines in index.files.items()),
+        [(rel, sha) for rel, sha in input_digests if not rel.startswith(own)], sorted((f, "\n".join(lines)) for f, lines in index.files.items()),
         [(slug, str(p.meta.get("title")), str(p.meta.get("summary")),
           [str(c.get("function")) + ":" + str(c.get("id")) for c in concepts(p)]) for slug, p in content.pages.items()],
         site_info["commit"], repr(site_info["config"]))
@@ -178,8 +175,8 @@ def cached_shapes(root: Path, cfg, store):
     def probe():
         table = infer_shapes(vocab_size=cfg.vocab_size)
         return table, not table.failures
-    shapes, _ = recorded(root, store, f"shape probes at vocab_size={cfg.vocab_size}", probe,
-                         root / "site_builder" / "shapes.py")
+    shapes = recorded(root, store, f"shape probes at vocab_size={cfg.vocab_size}", probe,
+                      root / "site_builder" / "shapes.py")
     return shapes if shapes is not None else infer_shapes(vocab_size=cfg.vocab_size)
 
 
@@ -215,7 +212,7 @@ class Memos:
             self.cache.put("memo", self.keys["code"], self.code)
 
 
-def gather(root: Path, problems: list, cache=None, jobs=1, memos=None, retrain=False):
+def gather(root: Path, problems: list, cache=None, jobs=1, memos=None, retrain=False, input_digests=None):
     """Everything the pages need, with no file written: content, index, shapes, view models."""
     content = load_content(root, problems)
     if any(not p.warning for p in problems):
@@ -238,7 +235,8 @@ def gather(root: Path, problems: list, cache=None, jobs=1, memos=None, retrain=F
     retrained = training_readers(root, {r.ref for r in requests}) if retrain else set()
     keys, identities = {}, {}
     if cache is not None and cache.folder is not None:
-        site_info["shared_key"] = shared_page_key(root, content, index, site_info)
+        site_info["shared_key"] = shared_page_key(root, content, index, site_info,
+                                                  input_digests or fingerprint.input_digests(root))
         identities = {r.ref: store.lookup(r.ref) for r in requests if r.ref not in retrained}
         keys = page_keys(root, content, site_info["shared_key"], identities)
     # A page whose view model is cached needs none of its examples' results.
@@ -411,11 +409,12 @@ def build(root: Path, out: Path, strict=False, cache_dir=None, use_cache=True, r
     # The stamp's key is taken before anything is read: an edit made during the build
     # leaves the stamp out of date, and the next build does the work again.
     options = dict(command="check" if strict else "build", out=str(Path(out).resolve()))
-    start_key = fingerprint.fingerprint(root, options) if use_cache else None
+    digests = fingerprint.input_digests(root) if use_cache else None
+    start_key = fingerprint.fingerprint(root, options, digests) if use_cache else None
     cache = BuildCache(cache_dir if use_cache else None)
     training_run.configure(cache, retrain)
     memos = Memos(cache if use_cache else None)
-    gathered = gather(root, problems, cache, jobs or os.cpu_count() or 1, memos, retrain)
+    gathered = gather(root, problems, cache, jobs or os.cpu_count() or 1, memos, retrain, digests)
     if gathered is None:
         raise BuildFailed(problems)
     content, index, renderer, model, site_info = gathered

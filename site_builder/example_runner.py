@@ -108,9 +108,9 @@ class ExampleStore:
 
 
 def run_examples(root: Path, requests, problems: list, store: ExampleStore = None, jobs=1,
-                 shared: SharedStep = None, rerun=frozenset(), load=True) -> Outcomes:
-    """requests: Requests. Valid cached results are taken (loaded only if `load`); the rest
-    run in at most `jobs` children, those that read `shared` after it is done."""
+                 shared: SharedStep = None, rerun=frozenset()) -> Outcomes:
+    """requests: Requests. Valid cached results are taken; the rest run in at most `jobs`
+    children, those that read `shared` after it is done."""
     root = Path(root)
     store = store or ExampleStore(root, None)
     out = Outcomes()
@@ -118,8 +118,8 @@ def run_examples(root: Path, requests, problems: list, store: ExampleStore = Non
     misses = []
     for request in unique:
         key = store.lookup(request.ref) if store.cache is not None and request.ref not in rerun else None
-        result = store.load(key) if key and load else None
-        if key and (result is not None or not load):
+        result = store.load(key) if key else None
+        if result is not None:
             out.results[request.ref], out.identities[request.ref] = (result, True), key
         else:
             misses.append(request)
@@ -173,26 +173,27 @@ def run_examples(root: Path, requests, problems: list, store: ExampleStore = Non
 def recorded(root: Path, store: ExampleStore, name: str, fn, module: Path, timeout=RUN_TIMEOUT):
     """fn() for the build itself (the shape probes), cached like an example: run in a child
     with its inputs recorded (`module`'s import closure, and what it reads and loads), reused
-    while they are unchanged. Returns (value, None) or (None, what went wrong). `fn` returns
+    while they are unchanged. Returns the value, or None if the child failed. `fn` returns
     (value, keep): a value it says not to keep (a probe that failed) is not cached."""
     key = store.lookup(name)
     value = store.load(key) if key else None
     if value is not None:
-        return value, None
-
-    def call():
-        with Recorder(root, [store.cache.folder] if store.cache.folder else []) as recorder:
-            value, keep = fn()
-        static = [f.relative_to(root).as_posix() for f in dependency_files(root, module)]
-        return value, keep, store.state.freeze(recorder.files | set(static), recorder.dirs,
-                                               recorder.packages(), recorder.stats)
-    [outcome] = run_calls([Call(name, call, timeout, where=_blame(root))], 1)
+        return value
+    [outcome] = run_calls([Call(name, lambda: _recording(root, store, fn, module), timeout, where=_blame(root))], 1)
     if outcome.status != "ok":
-        return None, f"{outcome.status} {outcome.detail}".strip()
-    value, keep, inputs = outcome.value
+        return None
+    (value, keep), inputs = outcome.value
     if keep:
         store.store(name, inputs, value)
-    return value, None
+    return value
+
+
+def _recording(root: Path, store: ExampleStore, fn, module: Path):
+    """In a child: (fn(), the Inputs it read), `module`'s static import closure included."""
+    with Recorder(root, [store.cache.folder] if store.cache is not None and store.cache.folder else []) as recorder:
+        value = fn()
+    static = {f.relative_to(root).as_posix() for f in dependency_files(root, module)}
+    return value, store.state.freeze(recorder.files | static, recorder.dirs, recorder.packages(), recorder.stats)
 
 
 def run_example(root: Path, request: Request, problems: list, store: ExampleStore = None):
@@ -224,18 +225,9 @@ def _blame(root):
 
 
 def _example_call(root, request, store):
-    ignore = [store.cache.folder] if store.cache is not None and store.cache.folder else []
-
-    def fn():
-        with Recorder(root, ignore) as recorder:
-            outcome = _run_here(root, request.ref)
-        module = root / "content" / "examples" / f"{request.ref.partition(':')[0]}.py"
-        static = [f.relative_to(root).as_posix() for f in dependency_files(root, module)]
-        if outcome[0] != "ok":
-            return outcome, None
-        inputs = store.state.freeze(recorder.files | set(static), recorder.dirs, recorder.packages(), recorder.stats)
-        return outcome, inputs
-    return Call(request.ref, fn, request.timeout, where=_blame(root))
+    module = root / "content" / "examples" / f"{request.ref.partition(':')[0]}.py"
+    return Call(request.ref, lambda: _recording(root, store, lambda: _run_here(root, request.ref), module),
+                request.timeout, where=_blame(root))
 
 
 def _run_here(root, ref):

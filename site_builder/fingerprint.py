@@ -56,12 +56,19 @@ def _sha(path: Path) -> str:
         return "missing"
 
 
-def fingerprint(root: Path, options: dict) -> str:
-    """The digest of every file of the input folders, the commit, the Python version and
-    the options (another interpreter or import path shows in the packages it loads)."""
+def input_digests(root: Path) -> list:
+    """[(relative path, sha256 hex)] of every file of the input folders; a build takes it once
+    and keys both its stamp and its pages on it."""
+    return [(p.relative_to(root).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest()) for p in input_files(root)]
+
+
+def fingerprint(root: Path, options: dict, digests=None) -> str:
+    """The digest of every file of the input folders (`digests`, if taken already), the
+    commit, the Python version and the options (another interpreter or import path shows in
+    the packages it loads)."""
     h = hashlib.sha256()
-    for p in input_files(root):
-        h.update(p.relative_to(root).as_posix().encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest())
+    for rel, sha in digests if digests is not None else input_digests(root):
+        h.update(f"{rel}\0{sha}".encode())
     h.update(json.dumps([head_commit(root), sys.version, options],
                         sort_keys=True, default=str).encode())
     return h.hexdigest()

@@ -78,7 +78,6 @@ class Recorder:
         self.root = os.path.abspath(root)
         self.files, self.dirs, self.stats = set(), set(), set()
         self.missing = set()          # top-level modules an import looked for and did not find
-        self.modules_before = set()
         self.busy = False
 
     def _inside(self, path: str):
@@ -120,7 +119,6 @@ class Recorder:
         if not getattr(sys, "_site_builder_audit", False):
             sys.addaudithook(_audit)
             sys._site_builder_audit = True
-        self.modules_before = set(sys.modules)
         _active.append(self)
         sys.meta_path.append(self)          # asked last: by then no finder found the module
         # No audit event tells that a file exists (os.path.exists, Path.is_file): wrap os.stat,
