@@ -35,6 +35,16 @@ def port_number(text):
     return port
 
 
+def worker_count(text):
+    try:
+        jobs = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of workers; give 1 or more")
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"{jobs} workers cannot run anything; give 1 or more")
+    return jobs
+
+
 def _stop_on_interrupt(out):
     """Ctrl-C (or SIGTERM) during a build or check: kill its workers, leave the last good site
     as it was, print one line, exit 130 (143). Forked workers inherit this handler and leave
@@ -69,7 +79,7 @@ def main(argv=None):
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--no-cache", action="store_true", help="run every example; read and write no cache")
     parser.add_argument("--clean", action="store_true", help="delete the build cache first")
-    parser.add_argument("--jobs", type=int, default=None, help="worker processes for examples (default: one per core)")
+    parser.add_argument("--jobs", type=worker_count, default=None, help="worker processes for examples (default: one per core)")
     parser.add_argument("--retrain", action="store_true", help="train the runs the site shows again, and rerun the examples that read them")
     parser.add_argument("--cache-dir", type=Path, default=ROOT / ".build_cache", help="the build cache (default .build_cache/)")
     args = parser.parse_args(argv)

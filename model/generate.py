@@ -94,7 +94,7 @@ def _require_utf8(prompt: str):
 
 def main(argv=None):
     ap = _Parser(prog="python -m model.generate", description="Continue a prompt with a trained model.")
-    ap.add_argument("--checkpoint", required=True, type=Path, help="a checkpoint.npz from model.train")
+    ap.add_argument("--checkpoint", required=True, type=Path, help="a checkpoint.npz from model.train, or the run folder that holds it")
     ap.add_argument("--prompt", required=True, help="text to continue; its characters must be in the vocabulary")
     ap.add_argument("--temperature", type=float, default=0.8, help="0 is greedy (default 0.8)")
     ap.add_argument("--top-k", type=int, default=None, help="sample only from the k likeliest characters")

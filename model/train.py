@@ -173,9 +173,12 @@ def load_checkpoint(path) -> dict:
     train_cfg, tokenizer, corpus_sha256. Raises ModelInputError if path is not one, or if its
     arrays disagree with its own metadata (one line per disagreement)."""
     path = Path(path)
+    if path.is_dir():                  # a run's folder: its checkpoint is the file model.train wrote there
+        path = path / CHECKPOINT
     if not path.is_file():
+        run_dir = path.parent if path.name == CHECKPOINT else path.with_suffix("")
         raise ModelInputError(f"no checkpoint at {path}; train one with "
-                              f"`python -m model.train --out {path.parent}`")
+                              f"`python -m model.train --out {run_dir}`, which writes {run_dir / CHECKPOINT}")
     try:
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}

@@ -1200,7 +1200,7 @@ def serve(root, out, host="127.0.0.1", port=8000, build=None, cache_dir=None) ->
         else:
             msg = f"cannot serve on {host}:{port}: {e.strerror or e}"
         print(f"error: {msg}", file=sys.stderr, flush=True)
-        return 1
+        return 2                     # a port the user chose: bad input, like --port 99999
     builder = BuilderProcess(root, out, cache_dir) if build is None else None
     rebuilder = Rebuilder(build or builder, root, out, state)
 

@@ -302,6 +302,21 @@ def test_the_good_checkpoint_loads(good_checkpoint):
     assert load_checkpoint(good_checkpoint)["model_cfg"] == CFG
 
 
+def test_a_run_folder_is_read_as_its_checkpoint(good_checkpoint):
+    assert load_checkpoint(good_checkpoint.parent)["model_cfg"] == CFG
+
+
+@pytest.mark.parametrize("given, run_dir", [("runs/x/", "runs/x"), ("runs/x/checkpoint.npz", "runs/x"),
+                                            ("runs/x.npz", "runs/x")])
+def test_a_missing_checkpoint_names_the_train_command_that_writes_it(tmp_path, given, run_dir):
+    with pytest.raises(ModelInputError) as e:
+        load_checkpoint(tmp_path / given)
+    # The advice is a command that writes a file load_checkpoint would then read.
+    advised = Path(re.search(r"--out (\S+)`", str(e.value)).group(1))
+    assert advised == tmp_path / run_dir
+    assert str(advised / mt.CHECKPOINT) in str(e.value)
+
+
 def test_many_disagreements_are_capped_with_a_count(good_checkpoint, tmp_path):
     bad = tmp_path / "checkpoint.npz"
     nan_everywhere = lambda arrays: arrays.update({k: a * np.nan for k, a in arrays.items()})  # noqa: E731

@@ -293,6 +293,12 @@ def test_serve_with_a_port_out_of_range_is_one_line(repo, port):
     assert "--port" in line and "0 to 65535" in line
 
 
+@pytest.mark.parametrize("jobs", ["0", "-2", "many"])
+def test_a_worker_count_below_one_is_one_line(repo, jobs):
+    line = one_error_line(run(repo, "--jobs", jobs, timeout=60))
+    assert "--jobs" in line and "give 1 or more" in line
+
+
 # ---------------------------------------------------------------- the cache folder is the builder's too
 @pytest.mark.parametrize("where", [".", "content", "model", "..", "mine"])
 def test_clean_never_deletes_a_folder_that_is_not_a_build_cache(tmp_path, where):

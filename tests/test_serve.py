@@ -513,13 +513,13 @@ def test_non_loopback_hosts_get_a_warning():
         assert "anyone on your network" in host_warning(host), host
 
 
-def test_port_in_use_is_one_line_and_exit_1(tmp_path, capsys):
+def test_port_in_use_is_one_line_and_exit_2(tmp_path, capsys):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
         build = FakeBuild()
-        assert serve(tmp_path, tmp_path / "site", "127.0.0.1", port, build=build) == 1
+        assert serve(tmp_path, tmp_path / "site", "127.0.0.1", port, build=build) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"port {port} is already in use" in err and "--port" in err
     assert build.calls == 0
@@ -538,7 +538,7 @@ def test_cli_port_in_use(tmp_path):
         port = busy.getsockname()[1]
         p = subprocess.run([sys.executable, str(ROOT / "build_site.py"), "serve", "--port", str(port),
                             "--out", str(tmp_path / "site")], capture_output=True, text=True, timeout=30)
-    assert p.returncode == 1
+    assert p.returncode == 2
     assert len(p.stderr.strip().splitlines()) == 1 and "--port" in p.stderr, p.stderr
     assert not (tmp_path / "site").exists()
 
