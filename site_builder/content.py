@@ -115,7 +115,7 @@ SCHEMA = {
     "ref": ({"role", "function", "snippet"}, set(), {}),
     "symbol": ({"tex", "meaning", "code", "shape"}, set(), {}),
     "example": ({"title", "run"}, {"hand_picked", "caption", "timeout"}, {}),
-    "shape": ({"title", "names"}, {"function", "at", "note"}, {}),
+    "shape": ({"title", "names"}, {"function", "at", "note", "config"}, {}),
     "listing": ({"function"}, {"snippet", "caption"}, {}),
     "paper": ({"key"}, {"section", "equation", "page"}, {}),
 }

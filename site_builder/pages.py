@@ -417,6 +417,7 @@ class PageBuilder:
         out = []
         for s in c.get("shapes") or []:
             fn = s.get("function", c["function"])
+            sizes = self.example_sizes(page, s) if s.get("config") else None
             at = self.resolve(fn, s["at"], page.file, s.line_of("at")) if s.get("at") else None
             if at:
                 self.cite("shapes", at, c["id"])
@@ -435,11 +436,48 @@ class PageBuilder:
                                                  f"names the probe saw: {', '.join(sorted(infos)) or 'none'}"))
                     continue
                 label = "out" if str(name).startswith("return") else str(name)
+                if sizes is not None:
+                    info = self.info_at(info, sizes, str(name), page, s)
                 rows.append(dict(name=label, symbolic=info.symbolic, concrete=info.concrete_str, info=info))
             out.append(dict(title=s["title"], rows=rows, note=self.md(s, "note"),
                             legend=legend_text([r.pop("info") for r in rows]),
                             at=dict(label=f"{short_file(at.file)}:{at.start}", href=source_url(at.file) + f"#L{at.start}") if at else None))
         return out
+
+    def example_sizes(self, page, s):
+        """The sizes a shapes block with `config: module:function` is shown at: the config
+        (data["config"]) and the sequence lengths (data["lengths"]) that example ran with."""
+        from site_builder.shapes import sizes_of
+        ref = str(s["config"])
+        result = self.example_result(ref, page.file, s.line_of("config"))
+        data = result.data if result is not None else {}
+        if result is not None and "config" not in data:
+            self.problems.append(Problem(page.file, s.line_of("config"), f"the example {ref} returns no 'config' in its data",
+                                         "return data=dict(config=cfg, lengths={'S': ..., 'T': ...}) from it"))
+        if "config" not in data:
+            return None
+        self.model.references.append(dict(page=self.page_slug, concept=None, equation=None, role="shapes-config",
+                                          function=ref, file=f"content/examples/{ref.partition(':')[0]}.py",
+                                          start=None, end=None, code=None))
+        return dict(sizes=sizes_of(data["config"], data.get("lengths")), config=data["config"])
+
+    def info_at(self, info, sizes, name, page, s):
+        """info with its concrete shape and legend at the example's config. The encoder-decoder's
+        V is the target's vocabulary unless the array belongs to the source (its name says src)."""
+        import dataclasses as dc
+        from site_builder.shapes import at_config
+        table = dict(sizes["sizes"])
+        cfg = sizes["config"]
+        side = "src_vocab_size" if "src" in name else "tgt_vocab_size"
+        if hasattr(cfg, side):
+            table["V"] = (side, getattr(cfg, side))
+        found = at_config(info, table)
+        if found is None:
+            self.problems.append(Problem(page.file, s.line_of("config"),
+                                         f"cannot size {info.symbolic} of '{name}' at the config of {s['config']}",
+                                         "return its sequence lengths in data['lengths'], or drop 'config'"))
+            return info
+        return dc.replace(info, concrete_str=found[0], legend=found[1])
 
     def extra_listings(self, page, c):
         out = []
@@ -561,6 +599,8 @@ class PageBuilder:
                 reader=self.fn_link(read.passed_to) if read and read.passed_to else None,
                 read_at=dict(label=f"{short_file(self.index.function(bwd).file)}:{read.line}",
                              href=source_url(self.index.function(bwd).file) + f"#L{read.line}") if read else None))
+        # In the order the backward pass reads them: the order a reader follows the gradient in.
+        rows.sort(key=lambda row: (reads[row["key"]].line if row["key"] in reads else float("inf")))
         return dict(kind="caches", id=s["id"], title=s["title"], rows=rows,
                     intro=self.md(s, "intro"), after=self.md(s, "after"))
 

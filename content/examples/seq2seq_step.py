@@ -750,3 +750,9 @@ def facts():
     """For prose: the derivation's warm-up length (its own number, from the HAND table)."""
     return ExampleResult([], "the derivation's values, as HAND in content/examples/seq2seq_step.py quotes them",
                          data=dict(warmup=WARMUP))
+
+
+def toy_sizes():
+    """The config and sequence lengths every example of the page runs with: the shape blocks
+    are sized by them (`config: seq2seq_step:toy_sizes`)."""
+    return ExampleResult([], SOURCE, data=dict(config=toy_cfg(), lengths=dict(S=len(SRC_IDS), T=len(TGT_IN))))
