@@ -756,3 +756,32 @@ def toy_sizes():
     """The config and sequence lengths every example of the page runs with: the shape blocks
     are sized by them (`config: seq2seq_step:toy_sizes`)."""
     return ExampleResult([], SOURCE, data=dict(config=toy_cfg(), lengths=dict(S=len(SRC_IDS), T=len(TGT_IN))))
+
+
+def cross_exp_gap():
+    """Why the derivation's e^S differs from the code's: it exponentiates rounded scores. Each
+    candidate rounding of the exact S = sqrt(2) row, exponentiated and rounded the way the
+    derivation prints (three significant digits), against its typed e^S."""
+    te, _, _ = exact_run()
+    th, _, _ = hand_run()
+    S = th["dec0.cross.S"][0, 0]                      # the derivation's inputs give the exact sqrt(2) row
+    typed_S = hand("cross_S1")[0]
+    typed_exp = hand("cross_exp")
+    candidates = [("the code: S exactly", S), ("S as the derivation types it", typed_S)]
+    for decimals in (2, 1):
+        candidates.append((f"S rounded to {decimals} decimals", np.round(S, decimals)))
+    rows, matches = [], {}
+    for label, s in candidates:
+        e = np.exp(s)
+        shown = [float(f"{x:.3g}") for x in e]
+        matches[label] = [bool(np.isclose(a, b)) for a, b in zip(shown, typed_exp)]
+        rows.append([label, fmt_array(s), fmt_array(e), ", ".join(f"{x:.3g}" for x in e),
+                     ", ".join("yes" if m else "no" for m in matches[label])])
+    tab = table(["Scores of row 0, head 0", "S", "e^S", "e^S to 3 digits", "Equals the derivation's typed e^S"],
+                rows, caption=f"The derivation types e^S = {hand_text('cross_exp')} and S = {hand_text('cross_S1')}.")
+    first = np.round(S, 2)
+    return ExampleResult([tab], SOURCE, data=dict(
+        typed_exp=hand_text("cross_exp"), exact=float(np.exp(S[0])), from_typed_S=float(np.exp(typed_S[0])),
+        two_decimals=float(first[0]), from_two_decimals=float(np.exp(first[0])),
+        first_matches=[label for label, m in matches.items() if m[0]],
+        second_matches=[label for label, m in matches.items() if m[1]]))
