@@ -215,6 +215,7 @@ class PageBuilder:
                 intro=self.r.md(page.body, page.file, page.body_line),
                 sections=sections,
                 prev=slugs[i - 1] if i > 0 else None, next=slugs[i + 1] if i + 1 < len(slugs) else None))
+            self.check_plain_text(page.meta, page.file)
             self.prose_references(page)
             part = self.model
             part.problems = self.problems
@@ -223,6 +224,19 @@ class PageBuilder:
         finally:
             self.model, self.problems, self.r.cited = outer, outer_problems, outer_cited | self.r.cited
             self.r.problems = self.problems
+
+    def check_plain_text(self, obj, file):
+        """The number rule for the YAML text fields printed as plain text (titles, names), which
+        cannot hold a computed value: a digit there is a typed number."""
+        if isinstance(obj, dict):
+            for key, value in obj.items():
+                if key in ("title", "name") and isinstance(value, str):
+                    self.r.check_numbers(value, file, obj.line_of(key))
+                else:
+                    self.check_plain_text(value, file)
+        elif isinstance(obj, list):
+            for item in obj:
+                self.check_plain_text(item, file)
 
     def example_result(self, ref, file, line):
         """The ExampleResult of module:function (already run for this build, else run now)."""
