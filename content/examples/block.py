@@ -151,5 +151,7 @@ def facts():
     touched = [k for k, v in grads.items() if np.any(v)]
     dtype = np.dtype(TINY.dtype)          # the default: TINY leaves it as ModelConfig sets it
     return ExampleResult([], TINY_SOURCE, data=dict(
-        caches=len(cache), ffn_grads=len(touched), dtype=dtype.name,
+        caches=len(cache), ffn_grads=len(touched),
+        worked_in=worked["b0.ff1_w"].shape[0], worked_hidden=worked["b0.ff1_w"].shape[1],
+        worked_out=worked["b0.ff2_w"].shape[1], worked_negative=int((c_ffn["positive"] == 0).sum()), dtype=dtype.name,
         mask_ratio=dtype.itemsize // c_ffn["positive"].dtype.itemsize))
