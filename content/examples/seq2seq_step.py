@@ -758,6 +758,11 @@ def toy_sizes():
     return ExampleResult([], SOURCE, data=dict(config=toy_cfg(), lengths=dict(S=len(SRC_IDS), T=len(TGT_IN))))
 
 
+def three_digits(x):
+    """x to three significant digits, trailing zeros kept, as the derivation prints (4.10)."""
+    return np.format_float_positional(x, precision=3, unique=False, fractional=False, trim="k")
+
+
 def cross_exp_gap():
     """Why the derivation's e^S differs from the code's: it exponentiates rounded scores. Each
     candidate rounding of the exact S = sqrt(2) row, exponentiated and rounded the way the
@@ -769,13 +774,13 @@ def cross_exp_gap():
     typed_exp = hand("cross_exp")
     candidates = [("the code: S exactly", S), ("S as the derivation types it", typed_S)]
     for decimals in (2, 1):
-        candidates.append((f"S rounded to {decimals} decimals", np.round(S, decimals)))
+        candidates.append((f"S rounded to {decimals} decimal{'s' if decimals > 1 else ''}", np.round(S, decimals)))
     rows, matches = [], {}
     for label, s in candidates:
         e = np.exp(s)
         shown = [float(f"{x:.3g}") for x in e]
         matches[label] = [bool(np.isclose(a, b)) for a, b in zip(shown, typed_exp)]
-        rows.append([label, fmt_array(s), fmt_array(e), ", ".join(f"{x:.3g}" for x in e),
+        rows.append([label, fmt_array(s), fmt_array(e), ", ".join(three_digits(x) for x in e),
                      ", ".join("yes" if m else "no" for m in matches[label])])
     tab = table(["Scores of row 0, head 0", "S", "e^S", "e^S to 3 digits", "Equals the derivation's typed e^S"],
                 rows, caption=f"The derivation types e^S = {hand_text('cross_exp')} and S = {hand_text('cross_S1')}.")
