@@ -124,7 +124,11 @@ def example_requests(content, slugs=None):
     shown = [Request(e["run"], page.file, e.line_of("run"), float(e.get("timeout") or DEFAULT_TIMEOUT))
              for slug, page in content.pages.items() if slugs is None or slug in slugs
              for c in concepts(page) for e in c.get("examples") or []]
-    return shown + [r for r in value_requests(content, slugs) if r.ref not in {s.ref for s in shown}]
+    sizing = [Request(str(b["config"]), page.file, b.line_of("config"))
+              for slug, page in content.pages.items() if slugs is None or slug in slugs
+              for c in concepts(page) for b in c.get("shapes") or [] if isinstance(b, dict) and b.get("config")]
+    extra = {r.ref: r for r in value_requests(content, slugs) + sizing if r.ref not in {s.ref for s in shown}}
+    return shown + list(extra.values())
 
 
 def value_requests(content, slugs=None):

@@ -196,10 +196,12 @@ class Renderer:
             at = self.line_of(file, line, near)
             if at == line and near != token:
                 at = self.line_of(file, line, token)
-            self.problems.append(Problem(
+            problem = Problem(
                 file, at, f"typed number '{token}' in prose",
                 "compute it with {{module:function.key}}, say it without a number, put it in $TeX$ or `code`, "
-                "or mark it as a source's with {{quote KEY | ...}}", strict=True))
+                "or mark it as a source's with {{quote KEY | ...}}", strict=True)
+            if problem not in self.problems:        # a field rendered twice (a cache row's holds) is one problem
+                self.problems.append(problem)
 
     # -- where links come from ------------------------------------------------------------
     def line_of(self, file, line, needle):
