@@ -454,6 +454,7 @@ class PageBuilder:
                     info = self.info_at(info, sizes, str(name), page, s)
                 rows.append(dict(name=label, symbolic=info.symbolic, concrete=info.concrete_str, info=info))
             out.append(dict(title=s["title"], rows=rows, note=self.md(s, "note"),
+                            sized_at="At the example's config" if sizes is not None else "At the default config",
                             legend=legend_text([r.pop("info") for r in rows]),
                             at=dict(label=f"{short_file(at.file)}:{at.start}", href=source_url(at.file) + f"#L{at.start}") if at else None))
         return out
