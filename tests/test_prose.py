@@ -3,8 +3,6 @@ and an inline code reference renders exactly its snippet's place, whatever chara
 import html
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +11,6 @@ from site_builder.build import build
 from site_builder.problems import BuildFailed
 from site_builder.prose import code_refs, format_value, typed_numbers
 from tests.conftest import ROOT, mini_repo
-from tests.fixture_project import make_fixture_project
 from tests.test_build_errors import EXAMPLE, PAGE, SITE
 
 PROBLEM = re.compile(r"^(?P<file>[^\s:]+):(?P<line>\d+): (?P<what>.*)$")
@@ -49,28 +46,6 @@ def test_formats():
         format_value(2.5, "words")
 
 
-# -- check on a real page ------------------------------------------------------------------
-
-def test_check_fails_on_a_typed_number_in_a_pages_prose(tmp_path):
-    """The fixture project (real builder, four real pages) passes check; with one sentence of
-    typed prose added to a page, check fails and names that page and line."""
-    root = make_fixture_project(tmp_path / "project")
-    page = root / "content/pages/embeddings.md"
-    lines = page.read_text(encoding="utf-8").split("\n")
-    at = next(i for i, l in enumerate(lines) if l.startswith("under *Tensor shapes*"))   # the body's last sentence
-    lines.insert(at + 1, "For scale, the model has 31444 parameters.")
-    page.write_text("\n".join(lines), encoding="utf-8")
-    run = subprocess.run([sys.executable, "build_site.py", "check", "--out", str(root / "site")], cwd=root,
-                         capture_output=True, text=True, timeout=300)
-    assert run.returncode == 1, run.stderr
-    found = [PROBLEM.match(l) for l in run.stderr.splitlines() if "31444" in l]
-    assert len(found) == 1 and found[0], run.stderr
-    assert found[0]["file"] == "content/pages/embeddings.md" and int(found[0]["line"]) == at + 2
-    assert found[0]["what"].startswith("typed number '31444' in prose (") and found[0]["what"].endswith(")")
-    assert [l for l in run.stderr.splitlines() if "typed number" in l] == [found[0].group(0)], \
-        "the page passed check before the sentence was added"
-
-
 # -- computed values and quotations ---------------------------------------------------------
 
 VALUES = EXAMPLE + '''
@@ -100,14 +75,23 @@ def test_a_computed_value_renders_where_it_is_written_and_is_recorded(tmp_path):
     assert all(r["file"] == "content/examples/mini.py" for r in values)
 
 
-def test_a_value_that_cannot_be_had_is_one_problem_line(tmp_path):
-    page = PAGE.replace("The body, with a [link](mini.html#mini).", "Gone: {{mini:sizes.missing}}.")
+def test_check_fails_on_a_typed_number_in_prose_at_its_line(tmp_path):
+    """A page that passes check, with one sentence of typed prose and one value that cannot be
+    had: check fails, naming the page and the line of each, in the one-line format."""
+    page = PAGE.replace("The body, with a [link](mini.html#mini).",
+                        "The body, with a [link](mini.html#mini).\n\nFor scale, the model has 31444 parameters.\n\n"
+                        "Gone: {{mini:sizes.missing}}.")
     root = mini_repo(tmp_path, SITE, page, {"mini": VALUES})
     with pytest.raises(BuildFailed) as e:
-        build(root, root / "site", use_cache=False)
-    line = next(i for i, l in enumerate(page.split("\n"), 1) if "Gone:" in l)
-    found = [str(p) for p in e.value.problems if "missing" in p.message]
-    assert found and found[0].startswith(f"content/pages/mini.md:{line}: cannot compute {{{{mini:sizes.missing}}}}: no 'missing'")
+        build(root, root / "site", strict=True, use_cache=False)
+    lines = [str(p) for p in e.value.problems]
+    at = {needle: next(i for i, l in enumerate(page.split("\n"), 1) if needle in l) for needle in ("31444", "Gone:")}
+    typed = [l for l in lines if "typed number" in l]
+    assert len(typed) == 1 and PROBLEM.match(typed[0]), lines
+    assert typed[0].startswith(f"content/pages/mini.md:{at['31444']}: typed number '31444' in prose (")
+    assert typed[0].endswith(")") and "\n" not in typed[0]
+    missing = [l for l in lines if "missing" in l]
+    assert missing and missing[0].startswith(f"content/pages/mini.md:{at['Gone:']}: cannot compute {{{{mini:sizes.missing}}}}: no 'missing'")
 
 
 # -- code references render exactly their snippet --------------------------------------------
