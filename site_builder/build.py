@@ -121,9 +121,30 @@ def training_step(root: Path, refs):
 def example_requests(content, slugs=None):
     """Every example the pages run (or the pages `slugs` run), as Requests."""
     from site_builder.example_runner import Request, DEFAULT_TIMEOUT
-    return [Request(e["run"], page.file, e.line_of("run"), float(e.get("timeout") or DEFAULT_TIMEOUT))
-            for slug, page in content.pages.items() if slugs is None or slug in slugs
-            for c in concepts(page) for e in c.get("examples") or []]
+    shown = [Request(e["run"], page.file, e.line_of("run"), float(e.get("timeout") or DEFAULT_TIMEOUT))
+             for slug, page in content.pages.items() if slugs is None or slug in slugs
+             for c in concepts(page) for e in c.get("examples") or []]
+    sizing = [Request(str(b["config"]), page.file, b.line_of("config"))
+              for slug, page in content.pages.items() if slugs is None or slug in slugs
+              for c in concepts(page) for b in c.get("shapes") or [] if isinstance(b, dict) and b.get("config")]
+    extra = {r.ref: r for r in value_requests(content, slugs) + sizing if r.ref not in {s.ref for s in shown}}
+    return shown + list(extra.values())
+
+
+def value_requests(content, slugs=None):
+    """The examples whose data a page's prose computes values from ({{module:function.key}}),
+    one Request each, at the first line that asks. Found in the page's text, so the page's
+    key (its file and the keys of these results) sees them."""
+    from site_builder.example_runner import Request
+    from site_builder.prose import VALUE_RE
+    out = {}
+    for slug, page in content.pages.items():
+        if slugs is not None and slug not in slugs:
+            continue
+        text = page.text or ""
+        for m in VALUE_RE.finditer(text):
+            out.setdefault((slug, m.group(1)), Request(m.group(1), page.file, text.count("\n", 0, m.start()) + 1))
+    return list(out.values())
 
 
 def shared_page_key(root: Path, content, index, site_info, input_digests):
@@ -230,6 +251,7 @@ def gather(root: Path, problems: list, cache=None, jobs=1, memos=None, retrain=F
     site_info = dict(repo_url=str(content.site.get("repo_url", "")).rstrip("/"),
                      branch=content.site.get("branch", "main"), commit=commit, config=cfg)
     renderer = Renderer(root, index, problems, memos.code if memos else None)
+    renderer.sources = dict(papers=content.site.get("papers") or {}, sources=content.site.get("sources") or {})
     requests = example_requests(content)
     # --retrain: the runs train again, and every example that reads them runs again.
     retrained = training_readers(root, {r.ref for r in requests}) if retrain else set()

@@ -98,7 +98,7 @@ def _parse_yaml(text, file, offset):
 
 # kind -> (required keys, optional keys, {key: kind of its value or of its list items})
 SCHEMA = {
-    "site": ({"title", "nav"}, {"repo_url", "branch", "description", "papers"}, {}),
+    "site": ({"title", "nav"}, {"repo_url", "branch", "description", "papers", "sources"}, {}),
     "paper_entry": ({"title", "authors", "year"}, {"url", "venue"}, {}),
     "page": ({"title", "sections"}, {"summary", "next_note"}, {"sections": "section"}),
     "concept": ({"id", "title", "function", "what", "why", "math"},
@@ -115,14 +115,14 @@ SCHEMA = {
     "ref": ({"role", "function", "snippet"}, set(), {}),
     "symbol": ({"tex", "meaning", "code", "shape"}, set(), {}),
     "example": ({"title", "run"}, {"hand_picked", "caption", "timeout"}, {}),
-    "shape": ({"title", "names"}, {"function", "at", "note"}, {}),
+    "shape": ({"title", "names"}, {"function", "at", "note", "config"}, {}),
     "listing": ({"function"}, {"snippet", "caption"}, {}),
     "paper": ({"key"}, {"section", "equation", "page"}, {}),
 }
 ROLES = ("computes", "inline", "tests", "derived")
 # The type of every leaf value; anything not listed here is a string.
 LEAF_TYPES = {"derived": bool, "flow": bool, "names": "str-list", "nav": "str-list",
-              "holds": "str-map", "roles": "str-map", "papers": dict, "shape": "scalar",
+              "holds": "str-map", "roles": "str-map", "sources": "str-map", "papers": dict, "shape": "scalar",
               "section": "scalar", "equation": "scalar", "page": "scalar", "year": "scalar",
               "timeout": "seconds"}
 CONTAINERS = {"sections", "math", "refs", "symbols", "examples", "shapes", "listings", "notes", "paper"}
@@ -207,6 +207,7 @@ class Page:
     meta: Located
     body: str
     body_line: int
+    text: str = ""       # the whole file, for what is found by scanning it (computed values)
 
 
 @dataclass
@@ -325,7 +326,7 @@ def load_page(path: Path, slug: str, problems: list):
         problems.append(Problem(file, 2, "the front matter must be a mapping", "write 'title: ...' and 'sections:'"))
         return None
     validate(meta, "page", file, 2, problems)
-    return Page(slug=slug, file=file, meta=meta, body=body, body_line=body_line)
+    return Page(slug=slug, file=file, meta=meta, body=body, body_line=body_line, text=text)
 
 
 def concepts(page):

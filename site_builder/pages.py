@@ -191,8 +191,11 @@ class PageBuilder:
         outer, outer_problems, outer_cited = self.model, self.problems, self.r.cited
         self.model, self.problems, self.r.cited = SiteModel(), [], set()
         self.r.problems = self.problems
+        self.r.values, self.r.citations = [], []
+        self.r.value_source = self.example_result
         try:
             page = self.content.pages[slug]
+            self.page_slug = slug
             sections = []
             for s in page.meta.get("sections") or []:
                 if not isinstance(s, dict):
@@ -212,6 +215,8 @@ class PageBuilder:
                 intro=self.r.md(page.body, page.file, page.body_line),
                 sections=sections,
                 prev=slugs[i - 1] if i > 0 else None, next=slugs[i + 1] if i + 1 < len(slugs) else None))
+            self.check_plain_text(page.meta, page.file)
+            self.prose_references(page)
             part = self.model
             part.problems = self.problems
             part.documented |= self.r.cited
@@ -219,6 +224,53 @@ class PageBuilder:
         finally:
             self.model, self.problems, self.r.cited = outer, outer_problems, outer_cited | self.r.cited
             self.r.problems = self.problems
+
+    def check_plain_text(self, obj, file):
+        """The number rule for the YAML text fields printed as plain text (titles, names), which
+        cannot hold a computed value: a digit there is a typed number."""
+        if isinstance(obj, dict):
+            for key, value in obj.items():
+                if key in ("title", "name") and isinstance(value, str):
+                    self.r.check_numbers(value, file, obj.line_of(key))
+                else:
+                    self.check_plain_text(value, file)
+        elif isinstance(obj, list):
+            for item in obj:
+                self.check_plain_text(item, file)
+
+    def example_result(self, ref, file, line):
+        """The ExampleResult of module:function (already run for this build, else run now)."""
+        result, cached = self.example_results.get(ref) or run_example(
+            self.root, Request(ref, file, line, DEFAULT_TIMEOUT), self.problems, ExampleStore(self.root, self.cache))
+        return result
+
+    def cite(self, role, r, concept=None, equation=None, **extra):
+        """One references.json entry: a citation the page makes of the lines r."""
+        self.model.references.append(dict(page=self.page_slug, concept=concept, equation=equation, role=role,
+                                          function=r.function or None, file=r.file, start=r.start, end=r.end,
+                                          code=r.code, **extra))
+
+    def cite_function(self, role, qualname, concept=None, line=None, **extra):
+        """Cite a function by name (whole, or its line `line`), if the index knows it."""
+        try:
+            f = self.index.function(qualname)
+        except KeyError:
+            return
+        start, end = (line, line) if line else (f.start, f.end)
+        code = "\n".join(self.index.files[f.file][start - 1:end])
+        self.model.references.append(dict(page=self.page_slug, concept=concept, equation=None, role=role,
+                                          function=qualname, file=f.file, start=start, end=end, code=code, **extra))
+
+    def prose_references(self, page):
+        """The page's prose code references and computed values, into references.json."""
+        for qualname, r, file, line in self.r.citations:
+            self.cite("prose", r, origin=f"{file}:{line}")
+        for v in self.r.values:
+            module, _, function = v["example"].partition(":")
+            self.model.references.append(dict(
+                page=self.page_slug, concept=None, equation=None, role="value", function=v["example"],
+                file=f"content/examples/{module}.py", start=None, end=None, code=None,
+                key=v["key"], format=v["format"], value=v["text"], origin=f"{v['file']}:{v['line']}"))
 
     def merge(self, part):
         self.model.pages += part.pages
@@ -234,6 +286,8 @@ class PageBuilder:
     def concept(self, page, c):
         sid, fn = c["id"], c["function"]
         main = self.resolve(fn, None, page.file, c.line_of("function"))
+        if main:
+            self.cite("concept", main, c["id"])
         symbols = self.symbols(page, c)          # before the equations: they mark these symbols
         eqs, rows, cited = [], [], {}
         for item in c.get("math") or []:
@@ -249,8 +303,7 @@ class PageBuilder:
                 refs.append(dict(role=ref["role"], file=r.file, start=r.start, end=r.end, code=r.code,
                                  function=ref["function"], href=source_url(r.file) + f"#{line_anchor(r.start, r.end)}",
                                  github=self.github(r.file, r.start, r.end)))
-                self.model.references.append(dict(page=page.slug, concept=sid, equation=item["eq"], role=ref["role"],
-                                                  file=r.file, start=r.start, end=r.end, code=r.code))
+                self.cite(ref["role"], r, sid, item["eq"])
                 for n in range(r.start, r.end + 1):
                     self.model.cited.setdefault((r.file, n), []).append(
                         (f"{page.slug}.html#{anchor}", f"{page.meta['title']}: {item['name']}"))
@@ -282,7 +335,7 @@ class PageBuilder:
             listings=self.extra_listings(page, c),
             connection=rows,
             implemented=[x for x in rows if x["role"] != "tests"],
-            used=self.used(fn),
+            used=self.used(fn, c["id"]),
             flow=self.flow(fn) if c.get("flow") else None,
             reaches_update=self.md(c, "update"),
             paper=self.paper(page, c),
@@ -352,9 +405,15 @@ class PageBuilder:
                 self.problems, ExampleStore(self.root, self.cache))
             self.model.examples_cached += cached
             self.model.examples_run += not cached
+            module, _, function = e["run"].partition(":")
+            self.model.references.append(dict(page=page.slug, concept=c["id"], equation=None, role="example",
+                                              function=e["run"], file=f"content/examples/{module}.py",
+                                              start=None, end=None, code=None))
             if result is None:
                 continue
             for block in result.blocks:
+                if block.get("function"):       # the model function the example traced
+                    self.cite_function("example", block["function"], c["id"], example=e["run"])
                 if block.get("file"):
                     block["href"] = source_url(block["file"])
                 if block.get("kind") == "stepper":       # the stepper shows the traced function's lines
@@ -372,7 +431,10 @@ class PageBuilder:
         out = []
         for s in c.get("shapes") or []:
             fn = s.get("function", c["function"])
+            sizes = self.example_sizes(page, s) if s.get("config") else None
             at = self.resolve(fn, s["at"], page.file, s.line_of("at")) if s.get("at") else None
+            if at:
+                self.cite("shapes", at, c["id"])
             failed = self.failed_probe(fn)
             infos = {} if failed else self.shapes.get(fn, {})
             rows = []
@@ -388,17 +450,56 @@ class PageBuilder:
                                                  f"names the probe saw: {', '.join(sorted(infos)) or 'none'}"))
                     continue
                 label = "out" if str(name).startswith("return") else str(name)
+                if sizes is not None:
+                    info = self.info_at(info, sizes, str(name), page, s)
                 rows.append(dict(name=label, symbolic=info.symbolic, concrete=info.concrete_str, info=info))
             out.append(dict(title=s["title"], rows=rows, note=self.md(s, "note"),
+                            sized_at="At the example's config" if sizes is not None else "At the default config",
                             legend=legend_text([r.pop("info") for r in rows]),
                             at=dict(label=f"{short_file(at.file)}:{at.start}", href=source_url(at.file) + f"#L{at.start}") if at else None))
         return out
+
+    def example_sizes(self, page, s):
+        """The sizes a shapes block with `config: module:function` is shown at: the config
+        (data["config"]) and the sequence lengths (data["lengths"]) that example ran with."""
+        from site_builder.shapes import sizes_of
+        ref = str(s["config"])
+        result = self.example_result(ref, page.file, s.line_of("config"))
+        data = result.data if result is not None else {}
+        if result is not None and "config" not in data:
+            self.problems.append(Problem(page.file, s.line_of("config"), f"the example {ref} returns no 'config' in its data",
+                                         "return data=dict(config=cfg, lengths={'S': ..., 'T': ...}) from it"))
+        if "config" not in data:
+            return None
+        self.model.references.append(dict(page=self.page_slug, concept=None, equation=None, role="shapes-config",
+                                          function=ref, file=f"content/examples/{ref.partition(':')[0]}.py",
+                                          start=None, end=None, code=None))
+        return dict(sizes=sizes_of(data["config"], data.get("lengths")), config=data["config"])
+
+    def info_at(self, info, sizes, name, page, s):
+        """info with its concrete shape and legend at the example's config. The encoder-decoder's
+        V is the target's vocabulary unless the array belongs to the source (its name says src)."""
+        import dataclasses as dc
+        from site_builder.shapes import at_config
+        table = dict(sizes["sizes"])
+        cfg = sizes["config"]
+        side = "src_vocab_size" if "src" in name else "tgt_vocab_size"
+        if hasattr(cfg, side):
+            table["V"] = (side, getattr(cfg, side))
+        found = at_config(info, table)
+        if found is None:
+            self.problems.append(Problem(page.file, s.line_of("config"),
+                                         f"cannot size {info.symbolic} of '{name}' at the config of {s['config']}",
+                                         "return its sequence lengths in data['lengths'], or drop 'config'"))
+            return info
+        return dc.replace(info, concrete_str=found[0], legend=found[1])
 
     def extra_listings(self, page, c):
         out = []
         for item in c.get("listings") or []:
             r = self.resolve(item["function"], item.get("snippet"), page.file, item.line)
             if r:
+                self.cite("listing", r, c["id"])
                 out.append(dict(caption=self.md(item, "caption"), file=r.file, short=short_file(r.file),
                                 function=item["function"].split(".")[-1],
                                 href=source_url(r.file) + f"#{line_anchor(r.start, r.end)}",
@@ -406,11 +507,16 @@ class PageBuilder:
                                 rows=self.r.listing(r.file, r.start, r.end)))
         return out
 
-    def used(self, fn):
+    def used(self, fn, concept=None):
         try:
             self.index.function(fn)
         except KeyError:
             return None
+        for caller, line in self.index.called_by(fn):
+            self.cite_function("called-by", caller, concept, line, calls=fn)
+        for link in self.index.tested_by(fn):       # the page names the direct tests; the others by file
+            if link.direct:
+                self.cite_function("tested-by", link.test, concept, tests=fn)
         called_by = [dict(line=line, **self.fn_link(caller)) for caller, line in self.index.called_by(fn)]
         calls = [self.fn_link(q) for q in self.index.calls(fn)]
         direct, routes = [], {}
@@ -420,12 +526,16 @@ class PageBuilder:
             else:
                 routes.setdefault(tuple(link.path[1:-1]), []).append(self.index.function(link.test).file)
         return dict(called_by=called_by, calls=calls, tested_direct=direct,
-                    tested_through=[self.test_route(via, files) for via, files in routes.items()])
+                    tested_through=[self.test_route(via, files, concept, fn) for via, files in routes.items()])
 
-    def test_route(self, via, test_files):
+    def test_route(self, via, test_files, concept=None, fn=None):
         """Tests that reach a function through the same chain of calls, counted per test file:
         the chain is what a reader needs; the tests' names are a click away in their file."""
         counts = {f: test_files.count(f) for f in dict.fromkeys(test_files)}
+        for f, n in counts.items():
+            self.model.references.append(dict(page=self.page_slug, concept=concept, equation=None, role="tested-by",
+                                              function=None, file=f, start=None, end=None, code=None,
+                                              tests=fn, through=list(via), count=n))
         return dict(via=[self.fn_link(q) for q in via], tests=len(test_files),
                     files=[dict(label=short_file(f), href=source_url(f), count=n) for f, n in counts.items()])
 
@@ -493,6 +603,10 @@ class PageBuilder:
                 items.append(dict(key=k, html=self.r.md(holds.get(k, ""), page.file, s.line_of("holds"), inline=True)))
             read = reads.get(key)
             pf = self.index.function(producer_fn) if producer_fn else None
+            if pb:
+                self.cite_function("caches", producer_fn, s["id"], pb.line, cache=key, action="builds")
+            if read:
+                self.cite_function("caches", bwd, s["id"], read.line, cache=key, action="reads")
             rows.append(dict(
                 key=key, held=items,
                 built=dict(label=f"{short_file(pf.file)}:{pb.line}", href=source_url(pf.file) + f"#L{pb.line}") if pb else None,
@@ -500,6 +614,8 @@ class PageBuilder:
                 reader=self.fn_link(read.passed_to) if read and read.passed_to else None,
                 read_at=dict(label=f"{short_file(self.index.function(bwd).file)}:{read.line}",
                              href=source_url(self.index.function(bwd).file) + f"#L{read.line}") if read else None))
+        # In the order the backward pass reads them: the order a reader follows the gradient in.
+        rows.sort(key=lambda row: (reads[row["key"]].line if row["key"] in reads else float("inf")))
         return dict(kind="caches", id=s["id"], title=s["title"], rows=rows,
                     intro=self.md(s, "intro"), after=self.md(s, "after"))
 

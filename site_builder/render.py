@@ -26,11 +26,11 @@ from site_builder.cache import digest
 from site_builder.mathrender import render_tex, TexError
 from site_builder.problems import Problem
 from site_builder.resolve import resolve_snippet, resolve_function, ResolveError
+from site_builder import prose
 
 ROLE_LABELS = {"computes": "Computes it", "inline": "Written inline", "tests": "Tests it",
                "derived": "Derived from implementation"}
 MATH_RE = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$", re.S)
-CODE_REF_RE = re.compile(r"\[\[\s*([\w.]+)\s*(?:\|\s*(.+?)\s*)?\]\]", re.S)
 PLACEHOLDER = "\u2063KX{}\u2063"       # an invisible separator Markdown leaves alone
 
 
@@ -73,6 +73,10 @@ class Renderer:
         self.code_memo = {} if code_memo is None else code_memo   # digest of a file -> its HTML lines
         self.math_cache = {}
         self.cited = set()          # qualnames that prose references resolved
+        self.citations = []         # (qualname, Resolved, file, line) of every prose code reference
+        self.values = []            # every computed value rendered: dict(file, line, example, key, format, text)
+        self.value_source = None    # (module:function, file, line) -> ExampleResult or None; set by PageBuilder
+        self.sources = {}           # site.yaml's papers and sources, for quotations
         self._source_lines = {}     # content file -> its lines, to find the line of a link
 
     # -- math and prose -------------------------------------------------------------------
@@ -98,6 +102,7 @@ class Renderer:
             self.problems.append(Problem(file, self.line_of(file, line, qualname), str(e), "update the reference in the prose"))
             return f"<code>{html.escape(qualname)}</code>"
         self.cited.add(qualname)
+        self.citations.append((qualname, r, file, self.line_of(file, line, qualname)))
         href = f"{prefix}{source_url(r.file)}#{line_anchor(r.start, r.end)}"
         origin = html.escape(f"{file}:{self.line_of(file, line, qualname)}")
         if snippet:
@@ -105,8 +110,9 @@ class Renderer:
             return f'<a class="line-ref" href="{href}" data-origin="{origin}" title="{html.escape(r.code.strip())}">{label}</a>'
         return f'<a class="fn-ref" href="{href}" data-origin="{origin}"><code>{html.escape(qualname.split(".")[-1])}</code></a>'
 
-    def md(self, text, file, line, prefix="", inline=False):
-        """Markdown with math and code references; inline=True drops the wrapping <p>."""
+    def md(self, text, file, line, prefix="", inline=False, check_numbers=True):
+        """Markdown with math, code references, computed values and quotations (their syntax
+        and the number rule: site_builder/prose.py); inline=True drops the wrapping <p>."""
         if not text:
             return Markup("")
         stash = []
@@ -115,13 +121,87 @@ class Renderer:
             stash.append(fragment)
             return PLACEHOLDER.format(len(stash) - 1)
 
-        text = CODE_REF_RE.sub(lambda m: keep(self.code_ref(m.group(1), m.group(2), file, line, prefix)), str(text))
-        text = MATH_RE.sub(lambda m: keep(self.tex(m.group(1) or m.group(2), m.group(1) is not None, file, line)), text)
+        text = str(text)
+        if check_numbers:
+            self.check_numbers(text, file, line)
+        text = prose.replace_code_refs(text, lambda q, s: keep(self.code_ref(q, s, file, line, prefix)))
+        text = prose.QUOTE_RE.sub(lambda m: keep(self.quote(m.group(1), m.group(2), file, line, prefix)), text)
+
+        def math(m):
+            tex = prose.VALUE_RE.sub(lambda v: self.value(v, file, line, plain=True), m.group(1) or m.group(2))
+            return keep(self.tex(tex, m.group(1) is not None, file, line))
+        text = MATH_RE.sub(math, text)
+        text = prose.VALUE_RE.sub(lambda v: keep(self.value(v, file, line)), text)
         out = markdown.markdown(text, extensions=["tables", "sane_lists"], output_format="html")
         if inline and out.startswith("<p>") and out.endswith("</p>") and out.count("<p>") == 1:
             out = out[3:-4]
         out = re.sub("\u2063KX(\\d+)\u2063", lambda m: stash[int(m.group(1))], out)
         return Markup(self.mark_origins(out, file, line))
+
+    # -- computed values, quotations, typed numbers ---------------------------------------
+    def value(self, m, file, line, plain=False):
+        """{{module:function.key | format}} -> the formatted value (a marked span in prose,
+        plain text inside TeX), recorded in self.values; a value that cannot be had is a
+        problem at the content line that asks for it."""
+        ref, path, spec = m.group(1), m.group(2) or "", m.group(3)
+        at = self.line_of(file, line, m.group(0)) if "\n" not in m.group(0) else line
+        at = at if at != line else self.line_of(file, line, ref)
+        result = self.value_source(ref, file, at) if self.value_source else None
+        if result is None:
+            if self.value_source:      # the example's own problem says why
+                self.problems.append(Problem(file, at, f"no value for {m.group(0).strip()}: the example {ref} gave no result",
+                                             "fix the example; its own problem line says what went wrong"))
+            return "?"
+        data = result.data or {}
+        try:
+            if not path:
+                if len(data) != 1:
+                    raise KeyError(f"name a key of its data: {', '.join(sorted(data)) or 'it has none'}")
+                path = "." + next(iter(data))
+            text = prose.format_value(prose.dig(data, path), spec)
+        except (KeyError, IndexError, TypeError, ValueError) as e:
+            self.problems.append(Problem(file, at, f"cannot compute {m.group(0).strip()}: {str(e).strip(chr(39) + chr(34))}",
+                                         f"return the value in the data of {ref}, or correct the key or the format"))
+            return "?"
+        self.values.append(dict(file=file, line=at, example=ref, key=path.lstrip("."),
+                                format=(spec or "").strip(), text=text))
+        if plain:
+            return text
+        return (f'<span class="computed" title="computed at build time: {html.escape(ref + path)}">'
+                f'{html.escape(text)}</span>')
+
+    def quote(self, key, body, file, line, prefix=""):
+        """{{quote SOURCE | text}} -> the text as a quotation, with whose it is beside it."""
+        papers = self.sources.get("papers") or {}
+        others = self.sources.get("sources") or {}
+        if key in papers:
+            entry = papers[key]
+            who = f"{str(entry.get('authors', key)).split(',')[0].split(' and ')[0].strip()} et al. {entry.get('year', '')}".strip()
+        elif key in others:
+            who = str(others[key])
+        else:
+            self.problems.append(Problem(file, self.line_of(file, line, "quote " + key), f"unknown source '{key}' of a quotation",
+                                         f"use a key of 'papers' or 'sources' in content/site.yaml: "
+                                         f"{', '.join(list(papers) + list(others))}"))
+            who = key
+        inner = self.md(body, file, line, prefix, inline=True, check_numbers=False)
+        return (f'<q class="quoted" data-source="{html.escape(key)}">{inner}</q>'
+                f'<span class="quoted-source"> ({html.escape(who)})</span>')
+
+    def check_numbers(self, text, file, line):
+        """One strict problem per typed number in prose (the rule: site_builder/prose.py)."""
+        for token in prose.typed_numbers(text):
+            words = text.split(token)[0].split()
+            near = f"{words[-1]} {token}" if words else token
+            at = self.line_of(file, line, near)
+            if at == line and near != token:
+                at = self.line_of(file, line, token)
+            problem = Problem(
+                file, at, f"typed number '{token}' in prose",
+                "compute it with {{module:function.key}}, say it without a number, put it in $TeX$ or `code`, "
+                "or mark it as a source's with {{quote KEY | ...}}", strict=True)
+            if problem not in self.problems:        # a field rendered twice (a cache row's holds) is one problem
+                self.problems.append(problem)
 
     # -- where links come from ------------------------------------------------------------
     def line_of(self, file, line, needle):

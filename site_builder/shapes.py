@@ -588,7 +588,44 @@ def legend_text(infos: Iterable[ShapeInfo]) -> str:
     seen, parts = set(), []
     for info in infos:
         for sym, meaning, size in info.legend:
-            if sym not in seen:
-                seen.add(sym)
+            if (sym, meaning, size) not in seen:        # a symbol two fields share is listed once per field
+                seen.add((sym, meaning, size))
                 parts.append(f"{sym} = {meaning} = {size}." if meaning != sym else f"{sym} = {size}.")
     return " ".join(parts)
+
+
+def sizes_of(config, lengths=None) -> dict[str, tuple[str, int]]:
+    """symbol -> (what it stands for, size) at `config` (a config dataclass), plus the
+    sequence lengths an example ran with ({"S": 2, "T": 2}). A symbol two fields share
+    (the encoder-decoder's V: src_vocab_size and tgt_vocab_size) takes the first field's
+    size; `at_config` tells a row which one it means."""
+    out = {}
+    words = {"S": "source length", "T": "target length"}
+    for sym, n in (lengths or {}).items():
+        out[sym] = (words.get(sym, sym), int(n))
+    for f in dataclasses.fields(config):
+        sym = fields_for(config).get(f.name)
+        value = getattr(config, f.name)
+        if sym and sym not in out and isinstance(value, int) and not isinstance(value, bool):
+            out[sym] = (f.name, value)
+    attr, dk = _head_dim(config)
+    if dk is not None:
+        out.setdefault("dk", (attr, dk))
+    return out
+
+
+def at_config(info: ShapeInfo, sizes: dict[str, tuple[str, int]]):
+    """(concrete shape string, legend) of `info` at other sizes than the probe's default:
+    each axis of the symbolic shape evaluated with `sizes`; None where an axis names a
+    symbol `sizes` lacks (or was printed as a number at the default config)."""
+    axes, legend = [], []
+    for axis in parse_shape(info.symbolic):
+        if info.ambiguous or not re.fullmatch(r"[A-Za-z_]\w*(?:\s*[-+*/]\s*(?:[A-Za-z_]\w*|\d+))*", axis):
+            return None
+        names = re.findall(r"[A-Za-z_]\w*", axis)
+        if any(n not in sizes for n in names):
+            return None
+        expr = re.sub(r"[A-Za-z_]\w*", lambda m: str(sizes[m.group(0)][1]), axis).replace("/", "//")
+        axes.append(eval(expr, {"__builtins__": {}}, {}))     # digits and + - * // only, checked above
+        legend += [(n, sizes[n][0], sizes[n][1]) for n in names]
+    return "(" + ", ".join(map(str, axes)) + ("," if len(axes) == 1 else "") + ")", tuple(legend)

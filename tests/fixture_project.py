@@ -93,7 +93,9 @@ def _site_yaml(pages):
 
 def _example_modules(page_text):
     import re
-    return sorted(set(re.findall(r"run:\s*\"?([A-Za-z_][A-Za-z_0-9]*):", page_text)))
+    shown = re.findall(r"(?:run|config):\s*\"?([A-Za-z_][A-Za-z_0-9]*):", page_text)
+    computed = re.findall(r"\{\{\s*([A-Za-z_][A-Za-z_0-9]*):\w+", page_text)    # {{module:function.key}} in prose
+    return sorted(set(shown + computed))
 
 
 def _test_modules(texts):

@@ -64,6 +64,9 @@ def test_drift(repo):
     after = json.loads((repo / "site/references.json").read_text())["references"]
     assert len(after) == len(before)
     for old, new in zip(before, after):
+        if new["start"] is None:            # an example or a computed value: cites a content file, not lines
+            assert new == old
+            continue
         text = (repo / new["file"]).read_text().split("\n")
         assert "\n".join(text[new["start"] - 1:new["end"]]) == new["code"]
         assert new["code"] == old["code"]

@@ -41,12 +41,46 @@ def test_page_level_sections(site_page):
 
 
 def test_ffn_forward_table_equals_a_direct_call():
-    rows = example("ffn_forward_worked").blocks[0]["rows"]
+    rows = next(b for b in example("ffn_forward_worked").blocks if b["kind"] == "steps")["rows"]
     params = ffn_worked_params()
     out, cache = ffn_forward(FFN_WORKED_XN, params, "b0.")
     Z = FFN_WORKED_XN @ params["b0.ff1_w"] + params["b0.ff1_b"]
     assert [r["value"] for r in rows] == [fmt_array(FFN_WORKED_XN), fmt_array(Z), fmt_array(cache["A"]), fmt_array(out)]
     assert rows[1]["value"] == "[[1.0000, -0.5000, -1.0000]]" and rows[3]["value"] == "[[1.0000, 2.0000]]"
+
+
+def test_ffn_worked_example_shows_the_weights_z_is_made_of():
+    """W1, b1, W2, b2 are on the page, so Z = Xn W1 + b1 can be checked by hand from what it shows."""
+    blocks = example("ffn_forward_worked").blocks
+    shown = {b["name"].split(" ")[0]: np.array(b["rows"], dtype=float) for b in blocks if b["kind"] == "matrix"}
+    params = ffn_worked_params()
+    for label, name in (("W1", "ff1_w"), ("b1", "ff1_b"), ("W2", "ff2_w"), ("b2", "ff2_b")):
+        np.testing.assert_array_equal(shown[label], np.atleast_2d(params["b0." + name]))
+    Z = next(b for b in blocks if b["kind"] == "steps")["rows"][1]["value"]
+    assert Z == fmt_array(np.array(FFN_WORKED_XN) @ shown["W1"] + shown["b1"][0])
+
+
+def test_caches_table_is_in_the_order_block_backward_reads_them(site_page):
+    """The intro says block_backward reads the caches in reverse; the table lists them as it reads them."""
+    html = site_page("block")
+    table = html[html.index('<table class="caches">'):]
+    table = table[:table.index("</table>")]
+    read_lines = [int(n) for n in re.findall(r', at <a [^>]*>transformer\.py:(\d+)</a>', table)]
+    _, cache = block_forward(block_examples().X_HAND.copy(), block_examples().tiny_params(), 0, block_examples().TINY)
+    assert len(read_lines) == len(cache) == example("facts").data["caches"]
+    assert read_lines == sorted(read_lines)
+    assert "in the reverse of the order they were built" in html
+
+
+def test_params_table_has_the_decay_column_its_intro_names(site_page):
+    from model.optim import decays
+    html = site_page("block")
+    table = html[html.index('<table class="params">'):]
+    table = table[:table.index("</table>")]
+    assert '<th scope="col">Weight decay</th>' in table
+    names = re.findall(r"<tr><td><code>(b\{l\}\.\w+)</code>", table)
+    cells = re.findall(r"<td>(yes|no)</td></tr>", table)
+    assert names and cells == ["yes" if decays(n.replace("{l}", "0")) else "no" for n in names]
 
 
 def test_ffn_backward_table_equals_a_direct_call():
@@ -106,11 +140,32 @@ def test_references_json_matches_the_source(built_site):
     refs = json.loads((built_site / "references.json").read_text())
     assert refs["references"], "no references recorded"
     for r in refs["references"]:
-        lines = (ROOT / r["file"]).read_text().split("\n")
-        assert "\n".join(lines[r["start"] - 1:r["end"]]) == r["code"], r
-        assert r["role"] in ("computes", "inline", "tests", "derived")
+        assert r["role"] in ("computes", "inline", "tests", "derived", "concept", "listing", "example",
+                             "called-by", "tested-by", "prose", "shapes", "shapes-config", "caches", "value"), r
+        if r["start"] is not None:
+            lines = (ROOT / r["file"]).read_text().split("\n")
+            assert "\n".join(lines[r["start"] - 1:r["end"]]) == r["code"], r
+        else:
+            assert (ROOT / r["file"]).is_file(), r
     block = [r for r in refs["references"] if r["page"] == "block"]
     assert {r["concept"] for r in block} >= set(CONCEPTS)
+
+
+def test_references_json_lists_every_kind_of_citation_of_the_block_page(built_site):
+    """Which pages cite ffn_forward, and how: its concept, the lines that call it, its direct
+    tests, the example that traces it, and the block page's computed values with their source."""
+    refs = [r for r in json.loads((built_site / "references.json").read_text())["references"] if r["page"] == "block"]
+    roles = {r["role"] for r in refs if r.get("function") == "model.transformer.ffn_forward"}
+    assert {"concept", "example"} <= roles
+    called_by = {r["function"] for r in refs if r["role"] == "called-by" and r.get("calls") == "model.transformer.ffn_forward"}
+    assert "model.transformer.block_forward" in called_by
+    assert any(r["role"] == "tested-by" and r["function"] == "tests.test_transformer.test_ffn_worked_example" for r in refs)
+    assert any(r["role"] == "caches" for r in refs) and any(r["role"] == "prose" for r in refs)
+    values = [r for r in refs if r["role"] == "value"]
+    caches = next(r for r in values if r["key"] == "caches")
+    assert caches["function"] == "block:facts" and caches["file"] == "content/examples/block.py"
+    assert caches["value"] == ["zero", "one", "two", "three", "four", "five"][example("facts").data["caches"]]
+    assert caches["origin"].startswith("content/pages/block.md:")
 
 
 def test_source_pages_have_line_anchors_and_marks(built_site):

@@ -366,3 +366,31 @@ def lm_backward_gradcheck():
                              ('grads["b0.wv"]', grads[P + "wv"], numerical_grad(f, params[P + "wv"]))])
     return ExampleResult([steps, check], TINY_SOURCE + "; Xn and dAtt hand-picked",
                          data=dict(dXq=dXq, dXkv=dXkv, dXn=t.result))
+
+
+class _Written(dict):
+    """A grads dict that remembers which names were written."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.written = set()
+
+    def __setitem__(self, key, value):
+        self.written.add(key)
+        super().__setitem__(key, value)
+
+
+def facts():
+    """For prose: the parameter gradients mha_backward adds (run on the tiny model), and how many
+    of those parameters optim.decays decays."""
+    from model.optim import decays
+    params = tiny_params()
+    X = XN_HAND
+    _, c = mha_forward(X, X, params, P, TINY.num_heads, causal_mask(X.shape[0]))
+    grads = _Written(zero_grads(params))
+    mha_backward(DOUT_HAND, c, params, P, grads)
+    names = sorted(grads.written)
+    decayed = [n for n in names if decays(n)]
+    return ExampleResult([], TINY_SOURCE, data=dict(
+        grads=len(names), decayed=len(decayed), not_decayed=len(names) - len(decayed),
+        projections=len({n[len(P) + 1:] for n in names})))

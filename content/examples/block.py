@@ -28,8 +28,10 @@ def tiny_params():
 def ffn_forward_worked():
     params = ffn_worked_params()
     t = trace_locals(ffn_forward, FFN_WORKED_XN, params, "b0.")
+    weights = [matrix(f"{label} = params[\"b0.{name}\"]", params["b0." + name])
+               for label, name in (("W1", "ff1_w"), ("b1", "ff1_b"), ("W2", "ff2_w"), ("b2", "ff2_b"))]
     table = steps_table(t, [("Input", "Xn"), ("Widen", "Z"), ("ReLU", "A"), ("Narrow", "out")])
-    return ExampleResult([table], WORKED_SOURCE)
+    return ExampleResult(weights + [table], WORKED_SOURCE)
 
 
 def ffn_backward_worked():
@@ -133,3 +135,23 @@ def block_backward_gradcheck():
             for k in names]
     rows.append(("dX", dX, numerical_grad(lambda: _block_loss(params, X), X)))
     return ExampleResult([gradcheck_table(rows)], TINY_SOURCE)
+
+
+def facts():
+    """For prose: counts and sizes the code tells. The caches block_forward returns, the
+    parameter gradients ffn_backward adds, and how many times smaller ReLU's boolean mask is
+    than Z at the documented dtype."""
+    params = tiny_params()
+    _, cache = block_forward(X_HAND.copy(), params, 0, TINY)
+    Xn = np.array(FFN_WORKED_XN, dtype=float)
+    worked = ffn_worked_params()
+    _, c_ffn = ffn_forward(Xn, worked, "b0.")
+    grads = {k: np.zeros_like(v) for k, v in worked.items()}
+    ffn_backward(np.array(FFN_WORKED_DOUT, dtype=float), c_ffn, worked, "b0.", grads)
+    touched = [k for k, v in grads.items() if np.any(v)]
+    dtype = np.dtype(TINY.dtype)          # the default: TINY leaves it as ModelConfig sets it
+    return ExampleResult([], TINY_SOURCE, data=dict(
+        caches=len(cache), ffn_grads=len(touched),
+        worked_in=worked["b0.ff1_w"].shape[0], worked_hidden=worked["b0.ff1_w"].shape[1],
+        worked_out=worked["b0.ff2_w"].shape[1], worked_negative=int((c_ffn["positive"] == 0).sum()), dtype=dtype.name,
+        mask_ratio=dtype.itemsize // c_ffn["positive"].dtype.itemsize))

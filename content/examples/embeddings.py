@@ -191,3 +191,12 @@ def embed_gradcheck_step():
     return ExampleResult([table(["h", f'numerical_grad(..., h)[{i}], the row of \'{KINK_CHAR}\'', "Largest gap"], rows),
                           kink], source(),
                          data=dict(gaps=gaps, kink=(b, t, unit, z), char_at_kink=tok.chars[x[b, t]]))
+
+
+def facts():
+    """For prose: the tiny model's width, and the step of this page's gradient checks against
+    numerical_grad's default."""
+    import inspect
+    return ExampleResult([], source(), data=dict(
+        d=tiny_config().emb_dim, h=H,
+        default_h=inspect.signature(numerical_grad).parameters["h"].default))

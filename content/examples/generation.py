@@ -204,6 +204,17 @@ def context_window():
     return ExampleResult([steps, compare], _source(run), data=dict(same=same, contexts=contexts))
 
 
+def exit_status(call):
+    """(the status call exits with, what it printed on stderr)."""
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            call()
+    except SystemExit as e:
+        return e.code, err.getvalue()
+    return 0, err.getvalue()
+
+
 CLI = dict(steps=60, temperature=0.8, top_k=10, seed=3)   # hand-picked settings for the command line
 
 
@@ -219,6 +230,8 @@ def command_line():
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             mg.main(["--checkpoint", str(path)] + argv)
+        bad = ["--checkpoint", str(path), "--prompt", prompt, "--temperature", "-1"]
+        bad_status, bad_said = exit_status(lambda: mg.main(bad))
     printed = out.getvalue()
     direct = tok.decode(mg.generate(run.params, run.model_cfg, tok.encode(prompt), CLI["steps"], CLI["temperature"],
                                     CLI["top_k"], np.random.default_rng(CLI["seed"])))
@@ -227,7 +240,8 @@ def command_line():
             f"np.random.default_rng({CLI['seed']})), decoded")
     rows = [["Command", "python -m model.generate --checkpoint OUT/checkpoint.npz " + " ".join(argv)],
             ["Printed (↵ is a newline)", _show(printed.rstrip("\n"))],
-            [f"Equal to {call}", str(same)]]
+            [f"Equal to {call}", str(same)],
+            ["Bad input: " + " ".join(bad[2:]), f"{bad_said.strip()} (exit status {bad_status})"]]
     return ExampleResult([table(["The command line", "Value"], rows)],
                          "model.generate.main in this process, on a checkpoint.npz written by save_checkpoint "
-                         "(temporary folder, shown as OUT) from " + _source(run), data=dict(same=same, printed=printed))
+                         "(temporary folder, shown as OUT) from " + _source(run), data=dict(same=same, printed=printed, bad_status=bad_status))

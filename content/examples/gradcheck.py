@@ -3,6 +3,7 @@
 The setup is the one of tests/test_gradcheck.py::test_every_tensor_passes (config, seeds, the
 perturbed biases and gains, the batch), so the page shows what that test checks.
 """
+import inspect
 from functools import lru_cache
 
 import numpy as np
@@ -16,7 +17,7 @@ from site_builder.plots import line_plot
 from site_builder.trace import trace_locals
 from tests.fixtures import GRADCHECK_TOL as TOL
 
-H = 1e-5                                    # numerical_grad's default step
+H = inspect.signature(numerical_grad).parameters["h"].default    # numerical_grad's default step
 
 
 def check_config(emb_std=1.0):
@@ -211,3 +212,8 @@ def cost():
     return ExampleResult([table(["Config", "Scalar parameters", "Loss evaluations for a full check"], rows)],
                          f"parameter counts of init_params at {config_label(check_config())} and at "
                          f"{config_label(default_cfg)}", data=dict(small=small, big=big))
+
+
+def defaults():
+    """For prose: the step numerical_grad takes when a caller gives none ({{gradcheck:defaults.h}})."""
+    return ExampleResult([], "inspect.signature(model.gradcheck.numerical_grad)", data=dict(h=H))

@@ -283,7 +283,7 @@ def check_ids_messages():
                       [["embed_forward(np.array([-1]), params)[0][0] == tok_emb[V - 1] + pos_emb[0]", str(silent)]],
                       caption="embed_forward does not check its input: NumPy reads id -1 as the last row, with no error.")
     return ExampleResult([table(["Input", "Call", "ModelInputError message"], rows), unchecked], default_source(),
-                         data=dict(messages=messages, silent=silent))
+                         data=dict(messages=messages, silent=silent, cases=len(cases)))
 
 
 # ---------------------------------------------------------------- linear
@@ -332,3 +332,9 @@ def relu_worked():
                                                           ["Z, if it were cached", str(RELU_Z.dtype), str(RELU_Z.itemsize)]])
     return ExampleResult([fwd, bwd, size], "the hand-picked Z and dA of content/examples/model.py",
                          data=dict(A=tf.result[0], positive=mask, dZ=tb.result))
+
+
+def facts():
+    """For prose: the tiny model's sizes and this page's gradient-check step."""
+    cfg = tiny_config()
+    return ExampleResult([], tiny_source(), data=dict(d=cfg.emb_dim, layers=cfg.num_layers, h=H))

@@ -136,3 +136,16 @@ def dot_products():
     return ExampleResult([figure(svg, "The three curves lie on top of each other."), table(["", "Measured"], rows)],
                          f"sinusoidal_positions({LONG_T}, {d})",
                          data=dict(curves=curves, spread=spread, gap=gap, ks=ks))
+
+
+def facts():
+    """For prose: the last pair's frequency and wavelength at the reversal task's width, against
+    the 10000 of the paper's description (its wavelengths run "from 2 pi to 10000 * 2 pi")."""
+    d = task_d_model()
+    omega = frequencies(d)
+    last = 2 * math.pi / omega[-1]
+    paper = 10000 * 2 * math.pi
+    return ExampleResult([], f"the angles of sinusoidal_positions(2, {d}) at position 1, read from its trace",
+                         data=dict(d=d, pairs=len(omega), last_omega=float(omega[-1]), last_inverse=float(1 / omega[-1]),
+                                   last_wavelength=last, paper_wavelength=paper, share=last / paper,
+                                   small_t=SMALL_T, small_d=SMALL_D))

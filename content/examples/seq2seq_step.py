@@ -174,8 +174,8 @@ def two_heads(head):
 
 # The weights the derivation does not give, and why each was chosen (hand-picked here).
 CHOSEN = {
-    "second heads": "Head 2 of every attention uses head 1's weights: the derivation says head 2 "
-                    "'lands identically'.",
+    "second heads": "Head 1 of every attention (the second) uses head 0's weights: the derivation says its "
+                    "head 2 'lands identically'.",
     "tgt_emb": "Rows BOS and i are the derivation's Y divided by √d_model, so that scaling gives its Y; "
                "rows am and EOS are 0 (never looked up).",
     "dec0.self": "Decoder self-attention: W_Q = 0, so every score is 0 and the causal mask alone sets the "
@@ -294,13 +294,13 @@ def toy_weights():
     cfg, p = toy_cfg(), toy_params()
     blocks = [table(["Weight", "Where its value comes from"], [
         ["src_emb (je, suis)", "the derivation, before scaling by √d_model"],
-        ["enc0.wq, enc0.wk, enc0.wv (head 1)", "the derivation"],
-        ["enc0.wq, enc0.wk, enc0.wv (head 2)", "chosen: " + CHOSEN["second heads"]],
+        ["enc0.wq, enc0.wk, enc0.wv (head 0)", "the derivation"],
+        ["enc0.wq, enc0.wk, enc0.wv (head 1)", "chosen: " + CHOSEN["second heads"]],
         ["enc0.wo, enc0.ff1_w, enc0.ff2_w", "the derivation (W_O = I_4, W_1 = [I | I], W_2 = [I; I], biases 0)"],
         ["tgt_emb", "chosen: " + CHOSEN["tgt_emb"]],
         ["dec0.self.*", "chosen: " + CHOSEN["dec0.self"]],
-        ["dec0.cross.wq, wk, wv (head 1)", "the derivation"],
-        ["dec0.cross.wq, wk, wv (head 2), dec0.cross.wo", "chosen: " + CHOSEN["second heads"] + " " + CHOSEN["dec0.cross.wo"]],
+        ["dec0.cross.wq, wk, wv (head 0)", "the derivation"],
+        ["dec0.cross.wq, wk, wv (head 1), dec0.cross.wo", "chosen: " + CHOSEN["second heads"] + " " + CHOSEN["dec0.cross.wo"]],
         ["dec0.ff1_w, dec0.ff2_w", "chosen: " + CHOSEN["dec0.ff"]],
         ["out_w, out_b", "the derivation (W_out = I_4, b = 0)"],
         ["every bias, every LayerNorm beta; every LayerNorm gamma", "the derivation: 0; 1"],
@@ -311,9 +311,9 @@ def toy_weights():
     dk = cfg.head_dim
     heads = table(["Check", "Value"], [
         ["cfg.head_dim = d_model / num_heads", str(dk)],
-        ['head 1 of params["enc0.wq"] (columns 0 to d_k - 1) equals the derivation\'s W_Q⁽¹⁾',
+        ['head 0 of params["enc0.wq"] (columns 0 to d_k - 1) equals the derivation\'s W_Q⁽¹⁾ (its head 1)',
          fmt_bool(np.array_equal(p["enc0.wq"][:, :dk], hand("enc_wqk_head1")))],
-        ["head 2 equals head 1", fmt_bool(np.array_equal(p["enc0.wq"][:, dk:], p["enc0.wq"][:, :dk]))],
+        ["head 1 equals head 0", fmt_bool(np.array_equal(p["enc0.wq"][:, dk:], p["enc0.wq"][:, :dk]))],
         ["parameters set by hand / parameters of init_params", f"{len(p)} / {len(s2s.param_names(cfg))}"],
     ])
     blocks.insert(1, heads)
@@ -357,21 +357,21 @@ def encoder_attention():
     te, _, _ = exact_run()
     dk = toy_cfg().head_dim
     spec = [
-        ("Q, head 1", "enc0.att.Qh[0]", "enc_Q1", lambda t: t["enc0.att.Qh"][0]),
-        ("K, head 1", "enc0.att.Kh[0]", "enc_K1", lambda t: t["enc0.att.Kh"][0]),
-        ("V, head 1", "enc0.att.Vh[0]", "enc_V1", lambda t: t["enc0.att.Vh"][0]),
-        ("Q Kᵀ, head 1", "enc0.att.QK[0]", "enc_QK1", lambda t: t["enc0.att.QK"][0]),
-        ("S = Q Kᵀ / √d_k, head 1", "enc0.att.S[0]", "enc_S1", lambda t: t["enc0.att.S"][0]),
+        ("Q, head 0", "enc0.att.Qh[0]", "enc_Q1", lambda t: t["enc0.att.Qh"][0]),
+        ("K, head 0", "enc0.att.Kh[0]", "enc_K1", lambda t: t["enc0.att.Kh"][0]),
+        ("V, head 0", "enc0.att.Vh[0]", "enc_V1", lambda t: t["enc0.att.Vh"][0]),
+        ("Q Kᵀ, head 0", "enc0.att.QK[0]", "enc_QK1", lambda t: t["enc0.att.QK"][0]),
+        ("S = Q Kᵀ / √d_k, head 0", "enc0.att.S[0]", "enc_S1", lambda t: t["enc0.att.S"][0]),
         ("e^S[0, 0] alone", "np.exp(enc0.att.S[0, 0, 0])", "enc_exp", lambda t: np.exp(t["enc0.att.S"][0, 0, 0])),
         ("Σ e^S, row 0", "np.exp(enc0.att.S[0, 0]).sum()", "enc_sum0", lambda t: np.exp(t["enc0.att.S"][0, 0]).sum()),
-        ("A = softmax(S), head 1", "enc0.att.A[0]", "enc_A1", lambda t: t["enc0.att.A"][0]),
+        ("A = softmax(S), head 0", "enc0.att.A[0]", "enc_A1", lambda t: t["enc0.att.A"][0]),
         ("Row sums of A, every head", "enc0.att.A.sum(-1)", "enc_rowsum", lambda t: t["enc0.att.A"].sum(-1)),
-        ("A V, head 1", "enc0.att.Oh[0]", "enc_O1", lambda t: t["enc0.att.Oh"][0]),
-        ("A V, head 2 (the derivation: 'lands identically')", "enc0.att.Oh[1]", None, lambda t: t["enc0.att.Oh"][1]),
+        ("A V, head 0", "enc0.att.Oh[0]", "enc_O1", lambda t: t["enc0.att.Oh"][0]),
+        ("A V, head 1 (the derivation's head 2: 'lands identically')", "enc0.att.Oh[1]", None, lambda t: t["enc0.att.Oh"][1]),
         ("Heads side by side", "enc0.att.O", None, lambda t: t["enc0.att.O"]),
         ("MHA(X) = O W_O", "enc0.att.out", "enc_mha", lambda t: t["enc0.att.out"]),
     ]
-    tab, values = two_run_table(spec, th, te, caption="Head 1 is index 0 in the code.")
+    tab, values = two_run_table(spec, th, te, caption="Heads are numbered from 0, as the code's head axis is; the derivation's head 1 is head 0.")
     sqrt_dk = one_run_table([("√d_k", "math.sqrt(Qh.shape[-1])", "sqrt_dk", math.sqrt(dk), fmt_number)])[0]
     return ExampleResult([tab, sqrt_dk], SOURCE, data=dict(values=values, sqrt_dk=math.sqrt(dk)))
 
@@ -430,9 +430,9 @@ def masked_attention():
         ("Y, the decoder's input", "dec0.Y", "Y", lambda t: t["dec0.Y"]),
         ("The causal mask (1 = visible)", "dec0.self.mask", None, lambda t: t["dec0.self.mask"].astype(float)),
         ("Q = Y W_Q (W_Q = 0, chosen)", "dec0.self.Q", None, lambda t: t["dec0.self.Q"]),
-        ("Masked scores, head 1", "dec0.self.S_masked[0]", None, lambda t: t["dec0.self.S_masked"][0]),
-        ("A, head 1, row 0", "dec0.self.A[0, 0]", "self_A0", lambda t: t["dec0.self.A"][0, 0]),
-        ("A, head 1, row 1", "dec0.self.A[0, 1]", "self_A1", lambda t: t["dec0.self.A"][0, 1]),
+        ("Masked scores, head 0", "dec0.self.S_masked[0]", None, lambda t: t["dec0.self.S_masked"][0]),
+        ("A, head 0, row 0", "dec0.self.A[0, 0]", "self_A0", lambda t: t["dec0.self.A"][0, 0]),
+        ("A, head 0, row 1", "dec0.self.A[0, 1]", "self_A1", lambda t: t["dec0.self.A"][0, 1]),
         ("Weight on the hidden key, every head", "dec0.self.A[:, 0, 1]", None, lambda t: t["dec0.self.A"][:, 0, 1]),
         ("Masked self-attention's output", "dec0.self.out", None, lambda t: t["dec0.self.out"]),
         ("Y + SelfAttn(Y)", "dec0.Y1", None, lambda t: t["dec0.Y1"]),
@@ -450,16 +450,16 @@ def cross_attention():
     spec = [
         ("Queries come from DEC₁", "dec0.cross.Xq", "DEC1", lambda t: t["dec0.cross.Xq"]),
         ("Keys and values come from ENC", "dec0.cross.Xkv", "ENC", lambda t: t["dec0.cross.Xkv"]),
-        ("Q = DEC₁ W_Q, head 1", "dec0.cross.Qh[0]", "cross_Q1", lambda t: t["dec0.cross.Qh"][0]),
-        ("K = ENC W_K, head 1", "dec0.cross.Kh[0]", "cross_K1", lambda t: t["dec0.cross.Kh"][0]),
-        ("V = ENC W_V, head 1", "dec0.cross.Vh[0]", "cross_K1", lambda t: t["dec0.cross.Vh"][0]),
-        ("Q Kᵀ, head 1", "dec0.cross.QK[0]", "cross_QK1", lambda t: t["dec0.cross.QK"][0]),
-        ("S = Q Kᵀ / √d_k, head 1", "dec0.cross.S[0]", "cross_S1", lambda t: t["dec0.cross.S"][0]),
+        ("Q = DEC₁ W_Q, head 0", "dec0.cross.Qh[0]", "cross_Q1", lambda t: t["dec0.cross.Qh"][0]),
+        ("K = ENC W_K, head 0", "dec0.cross.Kh[0]", "cross_K1", lambda t: t["dec0.cross.Kh"][0]),
+        ("V = ENC W_V, head 0", "dec0.cross.Vh[0]", "cross_K1", lambda t: t["dec0.cross.Vh"][0]),
+        ("Q Kᵀ, head 0", "dec0.cross.QK[0]", "cross_QK1", lambda t: t["dec0.cross.QK"][0]),
+        ("S = Q Kᵀ / √d_k, head 0", "dec0.cross.S[0]", "cross_S1", lambda t: t["dec0.cross.S"][0]),
         ("e^S, row 0", "np.exp(dec0.cross.S[0, 0])", "cross_exp", lambda t: np.exp(t["dec0.cross.S"][0, 0])),
         ("Σ e^S, row 0", "np.exp(dec0.cross.S[0, 0]).sum()", "cross_sum0", lambda t: np.exp(t["dec0.cross.S"][0, 0]).sum()),
-        ("A, head 1", "dec0.cross.A[0]", "cross_A1", lambda t: t["dec0.cross.A"][0]),
+        ("A, head 0", "dec0.cross.A[0]", "cross_A1", lambda t: t["dec0.cross.A"][0]),
         ("Row sums of A, every head", "dec0.cross.A.sum(-1)", None, lambda t: t["dec0.cross.A"].sum(-1)),
-        ("O = A V, head 1", "dec0.cross.Oh[0]", "cross_O1", lambda t: t["dec0.cross.Oh"][0]),
+        ("O = A V, head 0", "dec0.cross.Oh[0]", "cross_O1", lambda t: t["dec0.cross.Oh"][0]),
         ("Cross-attention's output", "dec0.cross.out", None, lambda t: t["dec0.cross.out"]),
     ]
     T, S = th["dec0.cross.Xq"].shape[0], th["dec0.cross.Xkv"].shape[0]
@@ -744,3 +744,49 @@ def adam_step():
                          data=dict(values=values, lr1=lr1, lr4000=lr4000, m=m, v=v, c1=c1, c2=c2,
                                    direction=direction, w1=a1["after"], w4000=a4000["after"], g=a1["g"],
                                    dir4000=dir4000, opt_t=opt2.t))
+
+
+def facts():
+    """For prose: the derivation's warm-up length (its own number, from the HAND table)."""
+    return ExampleResult([], "the derivation's values, as HAND in content/examples/seq2seq_step.py quotes them",
+                         data=dict(warmup=WARMUP))
+
+
+def toy_sizes():
+    """The config and sequence lengths every example of the page runs with: the shape blocks
+    are sized by them (`config: seq2seq_step:toy_sizes`)."""
+    return ExampleResult([], SOURCE, data=dict(config=toy_cfg(), lengths=dict(S=len(SRC_IDS), T=len(TGT_IN))))
+
+
+def three_digits(x):
+    """x to three significant digits, trailing zeros kept, as the derivation prints (4.10)."""
+    return np.format_float_positional(x, precision=3, unique=False, fractional=False, trim="k")
+
+
+def cross_exp_gap():
+    """Why the derivation's e^S differs from the code's: it exponentiates rounded scores. Each
+    candidate rounding of the exact S = sqrt(2) row, exponentiated and rounded the way the
+    derivation prints (three significant digits), against its typed e^S."""
+    te, _, _ = exact_run()
+    th, _, _ = hand_run()
+    S = th["dec0.cross.S"][0, 0]                      # the derivation's inputs give the exact sqrt(2) row
+    typed_S = hand("cross_S1")[0]
+    typed_exp = hand("cross_exp")
+    candidates = [("the code: S exactly", S), ("S as the derivation types it", typed_S)]
+    for decimals in (2, 1):
+        candidates.append((f"S rounded to {decimals} decimal{'s' if decimals > 1 else ''}", np.round(S, decimals)))
+    rows, matches = [], {}
+    for label, s in candidates:
+        e = np.exp(s)
+        shown = [float(f"{x:.3g}") for x in e]
+        matches[label] = [bool(np.isclose(a, b)) for a, b in zip(shown, typed_exp)]
+        rows.append([label, fmt_array(s), fmt_array(e), ", ".join(three_digits(x) for x in e),
+                     ", ".join("yes" if m else "no" for m in matches[label])])
+    tab = table(["Scores of row 0, head 0", "S", "e^S", "e^S to 3 digits", "Equals the derivation's typed e^S"],
+                rows, caption=f"The derivation types e^S = {hand_text('cross_exp')} and S = {hand_text('cross_S1')}.")
+    first = np.round(S, 2)
+    return ExampleResult([tab], SOURCE, data=dict(
+        typed_exp=hand_text("cross_exp"), exact=float(np.exp(S[0])), from_typed_S=float(np.exp(typed_S[0])),
+        two_decimals=float(first[0]), from_two_decimals=float(np.exp(first[0])),
+        first_matches=[label for label, m in matches.items() if m[0]],
+        second_matches=[label for label, m in matches.items() if m[1]]))

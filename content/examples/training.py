@@ -411,9 +411,20 @@ def command_line():
             shown.append(["python -m model.train " + " ".join(argv).replace(out_dir, "OUT"),
                           stdout.getvalue().strip().replace(out_dir, "OUT"),
                           " ".join(notes).replace(out_dir, "OUT") or "none"])
+        bad = ["--steps", "0", "--out", out_dir]
+        err = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(err):
+                mt.main(bad)
+            bad_status = 0
+        except SystemExit as e:
+            bad_status = e.code
+        shown.append(["python -m model.train " + " ".join(bad).replace(out_dir, "OUT"),
+                      f"(nothing; exit status {bad_status})", err.getvalue().strip().replace(out_dir, "OUT")])
         ratio_rows = [[lr, _config_main_passes(["--out", out_dir] + (["--lr", lr] if lr else []))] for lr in (None, "0.02")]
     d = TrainConfig()
     ratio = table(["--lr", "TrainConfig main builds: lr, min_lr"],
                   [[lr or f"not given (default {d.lr:g})", f"{t.lr:g}, {t.min_lr:g}"] for lr, t in ratio_rows])
     return ExampleResult([table(["Command", "Printed", "Note on stderr"], shown), ratio],
-                         "model.train.main in this process, in a temporary folder (shown as OUT), default ModelConfig")
+                         "model.train.main in this process, in a temporary folder (shown as OUT), default ModelConfig",
+                         data=dict(bad_status=bad_status))
