@@ -345,27 +345,41 @@ class PageBuilder:
         return out
 
     def examples(self, page, c):
+        from site_builder.playground import call_ref, combinations, combo_key, controls
         out = []
-        for e in c.get("examples") or []:
-            result, cached = self.example_results.get(e["run"]) or run_example(
-                self.root, Request(e["run"], page.file, e.line_of("run"), float(e.get("timeout") or DEFAULT_TIMEOUT)),
-                self.problems, ExampleStore(self.root, self.cache))
-            self.model.examples_cached += cached
-            self.model.examples_run += not cached
-            if result is None:
-                continue
-            for block in result.blocks:
-                if block.get("file"):
-                    block["href"] = source_url(block["file"])
-                if block.get("kind") == "stepper":       # the stepper shows the traced function's lines
-                    try:
-                        f = self.index.function(block["function"])
-                        block["listing"] = self.r.listing(f.file, f.start, f.end)
-                    except KeyError:
-                        block["listing"] = []
+        for n, e in enumerate(c.get("examples") or [], 1):
+            choices = e.get("choices") or {}
+            variants = {}
+            for combo in combinations(choices):
+                ref = call_ref(e["run"], combo)
+                result, cached = self.example_results.get(ref) or run_example(
+                    self.root, Request(ref, page.file, e.line_of("run"), float(e.get("timeout") or DEFAULT_TIMEOUT)),
+                    self.problems, ExampleStore(self.root, self.cache))
+                self.model.examples_cached += cached
+                self.model.examples_run += not cached
+                if result is not None:
+                    variants[combo_key(choices, combo) if choices else ""] = dict(
+                        source=result.source, blocks=self.example_blocks(result.blocks))
+            if len(variants) < len(combinations(choices)):
+                continue                     # a failed combination is a problem already
+            first = next(iter(variants.values()))
+            ex_id = f"{c['id']}--ex-{n}"
             out.append(dict(title=e["title"], hand_picked=self.md(e, "hand_picked"), caption=self.md(e, "caption"),
-                            source=result.source, blocks=result.blocks, id=f"{c['id']}--ex-{len(out) + 1}"))
+                            source=first["source"], blocks=first["blocks"], id=ex_id,
+                            play=controls(e, page.slug, ex_id, variants) if choices or e.get("playable") else None))
         return out
+
+    def example_blocks(self, blocks):
+        for block in blocks:
+            if block.get("file"):
+                block["href"] = source_url(block["file"])
+            if block.get("kind") == "stepper":       # the stepper shows the traced function's lines
+                try:
+                    f = self.index.function(block["function"])
+                    block["listing"] = self.r.listing(f.file, f.start, f.end)
+                except KeyError:
+                    block["listing"] = []
+        return blocks
 
     def shape_blocks(self, page, c):
         from site_builder.shapes import legend_text
