@@ -67,6 +67,21 @@ def function_pages(content):
     return out
 
 
+def prepare_blocks(blocks, index, renderer):
+    """An example's blocks as the template draws them: source links, and a stepper's listing.
+    Also what `serve` does to a result computed on the reader's input (site_builder/play_server.py)."""
+    for block in blocks:
+        if block.get("file"):
+            block["href"] = source_url(block["file"])
+        if block.get("kind") == "stepper":       # the stepper shows the traced function's lines
+            try:
+                f = index.function(block["function"])
+                block["listing"] = renderer.listing(f.file, f.start, f.end)
+            except KeyError:
+                block["listing"] = []
+    return blocks
+
+
 class PageBuilder:
     def __init__(self, root, content, index, renderer, shapes, problems, site_info, cache=None, example_results=None):
         self.root, self.content, self.index, self.r, self.cache = root, content, index, renderer, cache
@@ -370,16 +385,7 @@ class PageBuilder:
         return out
 
     def example_blocks(self, blocks):
-        for block in blocks:
-            if block.get("file"):
-                block["href"] = source_url(block["file"])
-            if block.get("kind") == "stepper":       # the stepper shows the traced function's lines
-                try:
-                    f = self.index.function(block["function"])
-                    block["listing"] = self.r.listing(f.file, f.start, f.end)
-                except KeyError:
-                    block["listing"] = []
-        return blocks
+        return prepare_blocks(blocks, self.index, self.r)
 
     def shape_blocks(self, page, c):
         from site_builder.shapes import legend_text

@@ -257,8 +257,9 @@ def controls(example: dict, slug: str, ex_id: str, variants: dict) -> dict:
     for name in names:
         spec = playable.get(name)
         values = choices.get(name) or []
+        shown = sorted(values) if all(_number(v) for v in values) else values   # the first listed is the default
         fields.append(dict(name=name, options=[dict(token=token(values, v), value=v, label=repr(v) if isinstance(v, str) else str(v))
-                                               for v in values],
+                                               for v in shown],
                            free=dict(type=spec["type"], hint=hint(spec), label=spec.get("label", "")) if spec else None))
     return dict(page=slug, example=ex_id, fields=fields, variants=variants,
                 default=next(iter(variants)) if variants else "", keyed=sorted(choices))
