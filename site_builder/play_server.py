@@ -14,12 +14,13 @@ is wrong ({error}). The endpoint is never a way to run code:
 - the call runs in a forked worker under PLAY_TIMEOUT (site_builder/worker.py), which is
   killed past it, so no request can hang the server or leave a process behind.
 
-Where it runs: one "play process", started on the first request and kept (NumPy, the model,
-the trained run, the source index and the templates stay loaded, so a request costs one fork
-and the example itself), single-threaded so that forking is safe (serve's HTTP threads are
-not). Requests are taken one at a time (a lock): the examples take milliseconds, and a queue
-is simpler to bound than a pool. After a .py edit the next request starts a fresh process, so
-it runs the code as it is now; a content edit is read again by its file's size and time.
+Where it runs: PLAY_PROCESSES "play processes", each started on first use and kept (NumPy, the
+model, the trained run, the source index and the templates stay loaded, so a request costs
+one fork and the example itself: about 30 ms for the LayerNorm example), single-threaded so
+that forking is safe (serve's HTTP threads are not). Each takes one request at a time; more
+wait in a queue, so the number of workers is bounded whatever the number of clients. After a
+.py edit a process is started afresh before its next request, so it runs the code as it is
+now; a content edit is read again by its file's size and time.
 """
 import json
 import os
@@ -33,6 +34,7 @@ import threading
 import time
 from pathlib import Path
 
+PLAY_PROCESSES = 2             # requests answered at once (the machine this was written on has 2 cores)
 PLAY_TIMEOUT = 10.0            # seconds for one example call; the slowest playable takes ~0.3 s
 STARTUP_TIMEOUT = 180.0        # the first request also starts the process (and may train the run)
 MAX_BODY = 8192
@@ -264,16 +266,50 @@ class Playground:
         return dict(html=self.render(example_id, rest[0]), seconds=round(outcome.seconds, 3))
 
     def render(self, example_id, result) -> str:
-        from site_builder.build import reused_index
         from site_builder.pages import prepare_blocks
-        from site_builder.render import Renderer, make_environment
-        index = reused_index(self.root)
-        if getattr(self, "_renderer", (None,))[0] is not index:
-            self._renderer = (index, Renderer(self.root, index, []))
-        blocks = prepare_blocks(result.blocks, index, self._renderer[1])
+        from site_builder.render import make_environment
+        index, renderer = self.source_index() if any(b.get("kind") == "stepper" for b in result.blocks) else (None, None)
+        blocks = prepare_blocks(result.blocks, index, renderer)
         env = make_environment(self.root)
         return env.get_template("partials/example_fragment.html").render(
             ex=dict(id=example_id, blocks=blocks, source=result.source), root="").strip()
+
+
+    def source_index(self):
+        """The source index and a renderer, for a stepper's listing: read once per process, since
+        a code edit starts a new process (PlayClient.ask)."""
+        if not hasattr(self, "_index"):
+            from site_builder.build import reused_index
+            from site_builder.render import Renderer
+            index = reused_index(self.root)
+            self._index = (index, Renderer(self.root, index, []))
+        return self._index
+
+
+class PlayPool:
+    """PLAY_PROCESSES play processes, each taking one request at a time: a request goes to the
+    first idle one, so two requests run at once on two cores and more wait their turn."""
+
+    def __init__(self, root, cache_dir=None, size=None):
+        self.clients = [PlayClient(root, cache_dir) for _ in range(size or PLAY_PROCESSES)]
+        self.idle = queue.Queue()
+        for c in self.clients:
+            self.idle.put(c)
+
+    def ask(self, request) -> dict:
+        client = self.idle.get()
+        try:
+            return client.ask(request)
+        finally:
+            self.idle.put(client)
+
+    def pids(self) -> list:
+        """The play processes running now."""
+        return [c.proc.pid for c in self.clients if c.proc is not None and c.proc.poll() is None]
+
+    def close(self):
+        for c in self.clients:
+            c.close()
 
 
 def play_main(argv):

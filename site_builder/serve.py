@@ -1210,8 +1210,8 @@ def serve(root, out, host="127.0.0.1", port=8000, build=None, cache_dir=None) ->
         return 1
     builder = BuilderProcess(root, out, cache_dir) if build is None else None
     rebuilder = Rebuilder(build or builder, root, out, state)
-    from site_builder.play_server import PlayClient
-    server.play = PlayClient(root, cache_dir)            # free input (/__play), started on first use
+    from site_builder.play_server import PlayPool
+    server.play = PlayPool(root, cache_dir)            # free input (/__play), started on first use
 
     def stop(signum, frame):
         """Ctrl-C or SIGTERM, at any moment: kill the builder and everything under it, undo a

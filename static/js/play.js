@@ -57,7 +57,9 @@
   async function choose(form) {
     const key = keyOf(form);
     try {
-      swap(form, key === form.dataset.default ? first.get(form) : await load(form.dataset.example, key));
+      const html = key === form.dataset.default ? first.get(form) : await load(form.dataset.example, key);
+      if (keyOf(form) !== key) return;          // the reader chose again meanwhile: that one wins
+      swap(form, html);
       say(form, "");
       form.dataset.shown = key;
     } catch (e) {
