@@ -245,7 +245,7 @@ def hint(spec: dict) -> str:
     if kind == "float":
         return f"a number from {spec['min']:g} to {spec['max']:g}"
     if kind == "text":
-        return f"up to {spec['max_length']} characters the model knows (those of the corpus)"
+        return f"up to {spec['max_length']} characters of the corpus's alphabet"
     return f"{spec['length']} numbers from {spec['min']:g} to {spec['max']:g}, separated by spaces"
 
 
@@ -258,7 +258,8 @@ def controls(example: dict, slug: str, ex_id: str, variants: dict) -> dict:
         spec = playable.get(name)
         values = choices.get(name) or []
         shown = sorted(values) if all(_number(v) for v in values) else values   # the first listed is the default
-        fields.append(dict(name=name, options=[dict(token=token(values, v), value=v, label=repr(v) if isinstance(v, str) else str(v))
+        fields.append(dict(name=name, options=[dict(token=token(values, v), value=v, selected=v == values[0],
+                                                    label=repr(v) if isinstance(v, str) else str(v))
                                                for v in shown],
                            free=dict(type=spec["type"], hint=hint(spec), label=spec.get("label", "")) if spec else None))
     return dict(page=slug, example=ex_id, fields=fields, variants=variants,

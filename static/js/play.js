@@ -116,7 +116,9 @@
           }
         }
         keepInUrl();
-        choose(form);
+        // Under serve, with the reader's own value typed in, a menu reruns the real code on it.
+        if (serve && [...form.querySelectorAll("input[data-free]")].some((i) => i.value.trim() !== "")) mine(form);
+        else choose(form);
       });
     }
     if (moved) choose(form);
