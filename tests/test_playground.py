@@ -165,3 +165,27 @@ def test_500_requests_from_10_clients(play_server):
     status, answer = post(port, {"page": "layernorm", "example": "layernorm-forward--ex-4", "args": {"eps": 0.5}},
                           origin="http://evil.example")
     assert status == 403 and "another origin" in answer["error"]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc to list processes")
+def test_a_request_past_its_time_limit_is_stopped_and_leaves_no_worker(tmp_path, monkeypatch):
+    from site_builder import play_server
+    (tmp_path / "content" / "examples").mkdir(parents=True)
+    (tmp_path / "content" / "examples" / "slow.py").write_text(
+        "import time\n\n\ndef forever(x=0):\n    while True:\n        time.sleep(0.01)\n")
+    monkeypatch.setattr(play_server, "PLAY_TIMEOUT", 0.5)
+    start = time.monotonic()
+    reply = Playground(tmp_path).run("p--ex-1", "slow:forever(x=1)")
+    assert reply["status"] == 504 and "slow:forever(x=1) ran past 0.5 s" in reply["error"]
+    assert "content/examples/slow.py:6" in reply["error"], "it names the line it was executing"
+    assert time.monotonic() - start < 5
+    with open(f"/proc/{os.getpid()}/cmdline", "rb") as f:
+        me = f.read()
+    forked = []
+    for pid in children(os.getpid()):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                forked += [pid] if f.read() == me else []
+        except OSError:
+            pass
+    assert forked == [], "the stopped worker was reaped"
