@@ -259,16 +259,16 @@ def chosen_heatmap(prompt=WINDOW_TEXT, layer=0, head=0):
     or, under serve, on text the reader typed; either way its first seq_len characters."""
     from site_builder.training_run import trained_run
     from model.data import CharTokenizer
-    run = trained_run()
-    cfg = run.model_cfg
-    text = prompt[:cfg.seq_len]
     try:
         run, start, window, ids = corpus_window(prompt)
         where = f"characters {start} to {start + len(ids) - 1} of the shipped corpus"
     except ValueError:                       # not in the corpus: the reader's own text
-        window, ids, where = text, CharTokenizer(run.chars).encode(text), "text typed by the reader"
-    _, traces = trace_calls(forward, ["model.attention.attention_forward"], run.params, ids, cfg)
-    A = [t.result[1]["A"] for t in traces["model.attention.attention_forward"]][layer][head]
+        run = trained_run()
+        window = prompt[:run.model_cfg.seq_len]
+        ids, where = CharTokenizer(run.chars).encode(window), "text typed by the reader"
+    cfg = run.model_cfg
+    _, cache = forward(run.params, ids, cfg)
+    A = cache["blocks"][layer]["att"]["A"][head]          # the weights attention_forward returned in its cache
     labels = [SHOW.get(ch, ch) for ch in window]
     title = f"Attention weights of block {layer}, head {head}, trained run {run.commit_key}, on {window!r}"
     svg = heatmap(A, row_labels=labels, col_labels=labels, title=title, masked=~causal_mask(len(ids)))
@@ -277,8 +277,8 @@ def chosen_heatmap(prompt=WINDOW_TEXT, layer=0, head=0):
                                       f"column s is the key at character s; the grey cells are hidden by the causal mask. "
                                       f"Each row sums to 1 (largest gap {np.abs(A.sum(-1) - 1).max():.1e}).")],
                          f"model.transformer.forward with the parameters of the cached training run (cache key "
-                         f"{run.commit_key}, {config_label(cfg)}), tracing attention_forward in block {layer}, head {head} of "
-                         f"{cfg.num_heads}, on {window!r} ({where})",
+                         f"{run.commit_key}, {config_label(cfg)}): the weights A that attention_forward of block {layer} "
+                         f"keeps in its cache, head {head} of {cfg.num_heads}, on {window!r} ({where})",
                          data=dict(A=A, window=window, top=top))
 
 
