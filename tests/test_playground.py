@@ -189,3 +189,19 @@ def test_a_request_past_its_time_limit_is_stopped_and_leaves_no_worker(tmp_path,
         except OSError:
             pass
     assert forked == [], "the stopped worker was reaped"
+
+
+def test_typed_input_recomputes_on_all_four_pages(play_server):
+    """One request per page, through the endpoint: each answer is the example's body for the
+    typed value, rendered by the template (the heatmap's title, the table's caption, the row)."""
+    cases = [("attention", "attention-lm--ex-2", {"prompt": "the cat sat", "head": 3}, ["head 3", "the cat sat"]),
+             ("generation", "generation-sample--ex-2", {"prompt": "KING", "temperature": "0.7"},
+              ["After &#39;KING&#39;", "T = 0.7"]),
+             ("layernorm", "layernorm-forward--ex-4", {"eps": "2.5"}, ["<caption>eps = 2.5</caption>"]),
+             ("block", "block-forward--ex-1", {"values": "1 -2 0.5 3", "row": 2, "layer": 1},
+              ["data-row=\"2\"", "in block 1", "replaced by [1.0000, -2.0000, 0.5000, 3.0000] (typed by the reader)"])]
+    for page, example, args, expected in cases:
+        status, answer = post(play_server.port, {"page": page, "example": example, "args": args})
+        assert status == 200, (page, answer)
+        for text in expected:
+            assert text in answer["html"], (page, text)
