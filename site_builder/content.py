@@ -197,7 +197,7 @@ def validate(obj, kind, file, line, problems):
                                 f"use one of {', '.join(ROLES)}"))
     if kind == "example":
         from site_builder.playground import check_declaration
-        check_declaration(obj, file, problems, Problem)
+        check_declaration(obj, file, problems)
     if kind == "note" and len(obj) != 1:
         problems.append(Problem(file, obj.line, "a note is either 'general:' or 'measured:'",
                                 "label a claim the repository does not measure 'general'"))

@@ -25,6 +25,8 @@ import ast
 import itertools
 import math
 
+from site_builder.problems import Problem
+
 TYPES = ("int", "float", "text", "numbers")
 SPEC_KEYS = {"int": {"type", "min", "max", "label"}, "float": {"type", "min", "max", "label"},
              "text": {"type", "max_length", "vocabulary", "label"},
@@ -57,7 +59,7 @@ def split_ref(ref: str):
 
 # ------------------------------------------------------------------ declarations (content)
 
-def check_declaration(example, file, problems, Problem):
+def check_declaration(example, file, problems):
     """Problems with an example's `choices` and `playable`, at their lines."""
     choices, playable = example.get("choices"), example.get("playable")
     if choices is not None:

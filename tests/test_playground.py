@@ -12,7 +12,6 @@ from site_builder.content import Located
 from site_builder.play_server import Playground, refusal
 from site_builder.playground import (InvalidInput, call_ref, check_declaration, checked_arguments, combinations,
                                      split_ref, validate)
-from site_builder.problems import Problem
 from tests.conftest import ROOT
 
 FLOAT = {"type": "float", "min": 0, "max": 2}
@@ -105,7 +104,7 @@ def test_declarations_are_checked_at_their_line():
     example = Located({"run": "m:f", "choices": {"eps": [0.5, 5]}, "playable": {"eps": FLOAT, "x": {"type": "code"}}})
     example.key_lines = {}
     problems = []
-    check_declaration(example, "content/pages/p.md", problems, Problem)
+    check_declaration(example, "content/pages/p.md", problems)
     messages = [p.message for p in problems]
     assert any("playable 'x': 'type' must be one of" in m for m in messages)
     assert any("choice 5 of 'eps' is outside its playable bounds" in m for m in messages)
