@@ -64,10 +64,12 @@ def test_a_typed_prompt_is_recomputed_under_serve(page, play_server):
     page.wait_for_function("(el) => el.querySelector('svg.heatmap').getAttribute('aria-label').includes('head 1')",
                            arg=ex.element_handle())
     cells_before = ex.locator(".example-body svg.heatmap").inner_html()
+    page.evaluate("window.__sameDocument = true")
     free.fill("the cat sat on")
     ex.get_by_role("button", name="Run on my input").click()
     page.wait_for_function("(el) => el.querySelector('svg.heatmap').getAttribute('aria-label').includes('the cat sat on')",
                            arg=ex.element_handle(), timeout=60000)
+    assert page.evaluate("window.__sameDocument === true"), "the page updated without a reload"
     assert "head 1" in heatmap_label(ex), "the chosen head is kept"
     assert ex.locator(".example-body svg.heatmap").inner_html() != cells_before, "the heatmap changed"
     assert "text typed by the reader" in ex.locator(".provenance").text_content()
