@@ -29,6 +29,7 @@ SCRIPTS = (
     ("theme", None),
     ("copy", ('class="copy-link', 'class="listing')),
     ("stepper", ('class="stepper',)),
+    ("play", ('class="play"',)),
     ("flow", ('class="flow',)),
     ("symbols", ('class="symbols',)),
     ("search", None),

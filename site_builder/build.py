@@ -121,9 +121,11 @@ def training_step(root: Path, refs):
 def example_requests(content, slugs=None):
     """Every example the pages run (or the pages `slugs` run), as Requests."""
     from site_builder.example_runner import Request, DEFAULT_TIMEOUT
-    shown = [Request(e["run"], page.file, e.line_of("run"), float(e.get("timeout") or DEFAULT_TIMEOUT))
+    from site_builder.playground import call_ref, combinations
+    shown = [Request(call_ref(e["run"], combo), page.file, e.line_of("run"), float(e.get("timeout") or DEFAULT_TIMEOUT))
              for slug, page in content.pages.items() if slugs is None or slug in slugs
-             for c in concepts(page) for e in c.get("examples") or []]
+             for c in concepts(page) for e in c.get("examples") or []
+             for combo in combinations(e.get("choices"))]
     sizing = [Request(str(b["config"]), page.file, b.line_of("config"))
               for slug, page in content.pages.items() if slugs is None or slug in slugs
               for c in concepts(page) for b in c.get("shapes") or [] if isinstance(b, dict) and b.get("config")]
@@ -341,12 +343,31 @@ def render_all(root, content, index, renderer, model, site_info, cache=None):
         prev_href=None, next_href=f"{nav[0]['slug']}.html" if nav else None,
         next_title=nav[0]["title"] if nav else None, **common).encode()
     origin["index.html"] = "content/site.yaml"
+    files.update(play_fragments(env, model.pages))
     for path in [p for p in files if p.endswith(".html")]:
         files[path] = insert_scripts(files[path].decode(), "../" * path.count("/")).encode()
     files.update(static_files(root, used_token_classes(v for k, v in files.items() if k.endswith(".html"))))
     refs = dict(commit=commit, references=model.references)
     files["references.json"] = (json.dumps(refs, indent=1, sort_keys=True) + "\n").encode()
     return files, origin
+
+
+def play_fragments(env, pages):
+    """The combinations of every example with choices but the first (which its page shows),
+    each a script the page loads when the reader picks it (site_builder/playground.py)."""
+    files = {}
+    for page in pages:
+        for s in page["sections"]:
+            for ex in s.get("examples") or [] if s.get("kind") == "concept" else []:
+                play = ex.get("play")
+                for key, variant in (play["variants"].items() if play else ()):
+                    if key == play["default"]:
+                        continue
+                    body = env.get_template("partials/example_fragment.html").render(
+                        ex=dict(id=ex["id"], **variant), root="")
+                    files[f"play/{ex['id']}/{key}.js"] = (
+                        f"playFragment({json.dumps(ex['id'])}, {json.dumps(key)}, {json.dumps(body.strip())});\n").encode()
+    return files
 
 
 def strict_checks(index, model, problems):

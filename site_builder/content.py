@@ -114,7 +114,7 @@ SCHEMA = {
     "prose": ({"text"}, set(), {}),
     "ref": ({"role", "function", "snippet"}, set(), {}),
     "symbol": ({"tex", "meaning", "code", "shape"}, set(), {}),
-    "example": ({"title", "run"}, {"hand_picked", "caption", "timeout"}, {}),
+    "example": ({"title", "run"}, {"hand_picked", "caption", "timeout", "choices", "playable"}, {}),
     "shape": ({"title", "names"}, {"function", "at", "note", "config"}, {}),
     "listing": ({"function"}, {"snippet", "caption"}, {}),
     "paper": ({"key"}, {"section", "equation", "page"}, {}),
@@ -124,7 +124,7 @@ ROLES = ("computes", "inline", "tests", "derived")
 LEAF_TYPES = {"derived": bool, "flow": bool, "names": "str-list", "nav": "str-list",
               "holds": "str-map", "roles": "str-map", "sources": "str-map", "papers": dict, "shape": "scalar",
               "section": "scalar", "equation": "scalar", "page": "scalar", "year": "scalar",
-              "timeout": "seconds"}
+              "timeout": "seconds", "choices": dict, "playable": dict}
 CONTAINERS = {"sections", "math", "refs", "symbols", "examples", "shapes", "listings", "notes", "paper"}
 
 
@@ -195,6 +195,9 @@ def validate(obj, kind, file, line, problems):
     if kind == "ref" and obj.get("role") not in ROLES:
         problems.append(Problem(file, obj.line_of("role"), f"unknown role '{obj.get('role')}'",
                                 f"use one of {', '.join(ROLES)}"))
+    if kind == "example":
+        from site_builder.playground import check_declaration
+        check_declaration(obj, file, problems)
     if kind == "note" and len(obj) != 1:
         problems.append(Problem(file, obj.line, "a note is either 'general:' or 'measured:'",
                                 "label a claim the repository does not measure 'general'"))

@@ -27,6 +27,7 @@ from pathlib import Path
 from site_builder.cache import digest
 from site_builder.examples import ExampleResult, dependency_files, load_example, raising_line
 from site_builder.inputs import InputState, Inputs, Recorder
+from site_builder.playground import split_ref
 from site_builder.problems import Problem
 from site_builder.worker import Call, run_calls
 
@@ -242,7 +243,7 @@ def _run_here(root, ref):
         return "failed", f"example module of {ref} raised {type(e).__name__}: {e} at {raising_line(e, root)}", \
             "run the example module by hand to debug it"
     try:
-        result = fn()
+        result = fn(**split_ref(ref)[1])
     except SystemExit as e:
         return "failed", f"example {ref} called sys.exit({e.code!r}) at {raising_line(e, root)}", \
             "return an ExampleResult instead of exiting; call the library function, not a command-line main()"

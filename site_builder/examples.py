@@ -129,26 +129,35 @@ def _rows(a):
     return [fmt_array(r) for r in a] if a.ndim == 2 else [fmt_array(a)]
 
 
-def stepper(trace, row, steps):
-    """A step-through of one row: steps are (label, name, terms) where terms names the two
-    arrays an add sums (or None). Each step shows the row before and after its line."""
-    out, before = [], None
-    for label, name, terms in steps:
+def stepper(trace, row, steps, note=""):
+    """A step-through of one row: steps are (label, name, terms) or (label, name, terms, says),
+    where terms names the two arrays an add sums (or None) and `says` is one sentence on what
+    the line does. Each step shows the row before and after its line; at an add, "before" is
+    the stream being added to (the first term), not the previous step's branch output."""
+    out, before, before_name = [], None, None
+    for label, name, terms, *says in steps:
         line, code = code_line(trace, name)
         after = np.asarray(value_of(trace, name))[row]
+        if terms:
+            before, before_name = np.asarray(value_of(trace, terms[0]))[row], terms[0]
         step = dict(label=label, name=name, line=line, code=code, after=[fmt_number(x) for x in after],
-                    before=[fmt_number(x) for x in before] if before is not None else None)
+                    before=[fmt_number(x) for x in before] if before is not None else None,
+                    before_name=before_name if before is not None else None)
+        if says:
+            step["says"] = says[0]
         if terms:
             step["terms"] = [dict(name=t, row=[fmt_number(x) for x in np.asarray(value_of(trace, t))[row]])
                              for t in terms]
         out.append(step)
-        before = after
-    return dict(kind="stepper", file=trace.file, function=trace.function, row=row, steps=out)
+        before, before_name = after, name
+    return dict(kind="stepper", file=trace.file, function=trace.function, row=row, steps=out, note=note)
 
 
 def load_example(root: Path, ref: str):
-    """'block:ffn_forward_worked' -> the function in content/examples/block.py."""
+    """'block:ffn_forward_worked' -> the function in content/examples/block.py (a ref that
+    names arguments, 'block:f(row=2)', names the same function: site_builder/playground.py)."""
     module_name, _, func_name = ref.partition(":")
+    func_name = func_name.partition("(")[0]
     path = root / "content" / "examples" / f"{module_name}.py"
     if not path.exists():
         raise LookupError(f"no example module content/examples/{module_name}.py")

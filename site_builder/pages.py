@@ -67,6 +67,21 @@ def function_pages(content):
     return out
 
 
+def prepare_blocks(blocks, index, renderer):
+    """An example's blocks as the template draws them: source links, and a stepper's listing.
+    Also what `serve` does to a result computed on the reader's input (site_builder/play_server.py)."""
+    for block in blocks:
+        if block.get("file"):
+            block["href"] = source_url(block["file"])
+        if block.get("kind") == "stepper":       # the stepper shows the traced function's lines
+            try:
+                f = index.function(block["function"])
+                block["listing"] = renderer.listing(f.file, f.start, f.end)
+            except KeyError:
+                block["listing"] = []
+    return blocks
+
+
 class PageBuilder:
     def __init__(self, root, content, index, renderer, shapes, problems, site_info, cache=None, example_results=None):
         self.root, self.content, self.index, self.r, self.cache = root, content, index, renderer, cache
@@ -398,33 +413,39 @@ class PageBuilder:
         return out
 
     def examples(self, page, c):
+        from site_builder.playground import call_ref, combinations, combo_key, controls
         out = []
-        for e in c.get("examples") or []:
-            result, cached = self.example_results.get(e["run"]) or run_example(
-                self.root, Request(e["run"], page.file, e.line_of("run"), float(e.get("timeout") or DEFAULT_TIMEOUT)),
-                self.problems, ExampleStore(self.root, self.cache))
-            self.model.examples_cached += cached
-            self.model.examples_run += not cached
-            module, _, function = e["run"].partition(":")
-            self.model.references.append(dict(page=page.slug, concept=c["id"], equation=None, role="example",
-                                              function=e["run"], file=f"content/examples/{module}.py",
-                                              start=None, end=None, code=None))
-            if result is None:
-                continue
-            for block in result.blocks:
-                if block.get("function"):       # the model function the example traced
-                    self.cite_function("example", block["function"], c["id"], example=e["run"])
-                if block.get("file"):
-                    block["href"] = source_url(block["file"])
-                if block.get("kind") == "stepper":       # the stepper shows the traced function's lines
-                    try:
-                        f = self.index.function(block["function"])
-                        block["listing"] = self.r.listing(f.file, f.start, f.end)
-                    except KeyError:
-                        block["listing"] = []
+        for n, e in enumerate(c.get("examples") or [], 1):
+            choices = e.get("choices") or {}
+            variants = {}
+            for combo in combinations(choices):
+                ref = call_ref(e["run"], combo)
+                result, cached = self.example_results.get(ref) or run_example(
+                    self.root, Request(ref, page.file, e.line_of("run"), float(e.get("timeout") or DEFAULT_TIMEOUT)),
+                    self.problems, ExampleStore(self.root, self.cache))
+                self.model.examples_cached += cached
+                self.model.examples_run += not cached
+                module = e["run"].partition(":")[0]
+                self.model.references.append(dict(page=page.slug, concept=c["id"], equation=None, role="example",
+                                                  function=ref, file=f"content/examples/{module}.py",
+                                                  start=None, end=None, code=None))
+                if result is not None:
+                    for block in result.blocks:
+                        if block.get("function"):       # the model function the example traced
+                            self.cite_function("example", block["function"], c["id"], example=ref)
+                    variants[combo_key(choices, combo) if choices else ""] = dict(
+                        source=result.source, blocks=self.example_blocks(result.blocks))
+            if len(variants) < len(combinations(choices)):
+                continue                     # a failed combination is a problem already
+            first = next(iter(variants.values()))
+            ex_id = f"{c['id']}--ex-{n}"
             out.append(dict(title=e["title"], hand_picked=self.md(e, "hand_picked"), caption=self.md(e, "caption"),
-                            source=result.source, blocks=result.blocks, id=f"{c['id']}--ex-{len(out) + 1}"))
+                            source=first["source"], blocks=first["blocks"], id=ex_id,
+                            play=controls(e, page.slug, ex_id, variants) if choices or e.get("playable") else None))
         return out
+
+    def example_blocks(self, blocks):
+        return prepare_blocks(blocks, self.index, self.r)
 
     def shape_blocks(self, page, c):
         from site_builder.shapes import legend_text

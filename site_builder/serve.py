@@ -338,6 +338,13 @@ class SiteHandler(BaseHTTPRequestHandler):
     def do_HEAD(self):
         self._respond(body=False)
 
+    def do_POST(self):
+        # Only the playground takes a POST (site_builder/play_server.py); anything else is a 405.
+        if self.path.partition("?")[0] == "/__play":
+            from site_builder import play_server
+            return play_server.answer(self)
+        self._not_allowed()
+
     def __getattr__(self, name):
         # http.server looks up do_<METHOD>; every method but GET and HEAD is a 405.
         if name.startswith("do_"):
@@ -1203,6 +1210,8 @@ def serve(root, out, host="127.0.0.1", port=8000, build=None, cache_dir=None) ->
         return 2                     # a port the user chose: bad input, like --port 99999
     builder = BuilderProcess(root, out, cache_dir) if build is None else None
     rebuilder = Rebuilder(build or builder, root, out, state)
+    from site_builder.play_server import PlayPool
+    server.play = PlayPool(root, cache_dir)            # free input (/__play), started on first use
 
     def stop(signum, frame):
         """Ctrl-C or SIGTERM, at any moment: kill the builder and everything under it, undo a
@@ -1210,6 +1219,7 @@ def serve(root, out, host="127.0.0.1", port=8000, build=None, cache_dir=None) ->
         if STOPPING.is_set():
             return                                      # a second Ctrl-C while stopping
         building = rebuilder.running
+        server.play.close()                             # it and its workers: a process group of its own
         try:
             clause = abandon(out, builder.pids if builder else (), builder.group() if builder else ())
             line = f"stopped; the build in progress was abandoned: {clause}" if building else "stopped"
@@ -1241,6 +1251,7 @@ def serve(root, out, host="127.0.0.1", port=8000, build=None, cache_dir=None) ->
         server.server_close()
         if builder is not None:
             builder.close()
+        server.play.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 0

@@ -43,6 +43,19 @@ def built_site(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def play_server(built_site):
+    """`serve`'s HTTP server on the session's build, with its playground (/__play), on 127.0.0.1."""
+    from site_builder.play_server import PlayPool
+    from site_builder.serve import make_server
+    server = make_server(built_site, host="127.0.0.1", port=0)
+    server.play = PlayPool(ROOT, ROOT / ".build_cache")
+    server.start()
+    yield server
+    server.play.close()
+    server.stop()
+
+
+@pytest.fixture(scope="session")
 def site_page(built_site):
     """site_page('block') -> the HTML text of block.html."""
     def read(slug):

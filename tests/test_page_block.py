@@ -188,3 +188,19 @@ def test_block_forward_is_its_six_statements():
     Xn2 = layer_norm_forward(X1, params["b0.ln2_g"], params["b0.ln2_b"], cfg.ln_eps)[0]
     ff = ffn_forward(Xn2, params, "b0.")[0]
     np.testing.assert_array_equal(Y, X1 + ff)
+
+
+def test_forward_stepper_says_each_step_and_shows_the_stream_before_each_add():
+    """Issue 16: one sentence per step; at a residual add "before" is the stream being added to
+    (X, then X1), not the branch output of the step before; the reader's row and block."""
+    fn = load_example(ROOT, "block:block_forward_steps")
+    for row, layer in ((1, 0), (2, 1)):
+        block = fn(row=row, layer=layer).blocks[0]
+        assert block["row"] == row and f"block {layer}" in block["note"]
+        for st in block["steps"]:
+            assert st["says"].endswith(".") and st["says"].count(". ") == 0, st["says"]
+            if st.get("terms"):
+                assert st["before_name"] == st["terms"][0]["name"] and st["before"] == st["terms"][0]["row"]
+        assert [st["before_name"] for st in block["steps"] if st.get("terms")] == ["X", "X1"]
+    typed = fn(row=0, values=[1.0, -2.0, 0.5, 3.0]).blocks[0]["steps"][0]
+    assert typed["after"] == ["1.0000", "-2.0000", "0.5000", "3.0000"], "free input replaces the chosen row of X"

@@ -251,6 +251,37 @@ def trained_heatmaps():
                          data=dict(As=As, window=window, heads=chosen_heads(As)))
 
 
+PROMPTS_NOTE = "the first seq_len characters"
+
+
+def chosen_heatmap(prompt=WINDOW_TEXT, layer=0, head=0):
+    """One head of one block of the trained model, on a line of the corpus (found by its start)
+    or, under serve, on text the reader typed; either way its first seq_len characters."""
+    from site_builder.training_run import trained_run
+    from model.data import CharTokenizer
+    try:
+        run, start, window, ids = corpus_window(prompt)
+        where = f"characters {start} to {start + len(ids) - 1} of the shipped corpus"
+    except ValueError:                       # not in the corpus: the reader's own text
+        run = trained_run()
+        window = prompt[:run.model_cfg.seq_len]
+        ids, where = CharTokenizer(run.chars).encode(window), "text typed by the reader"
+    cfg = run.model_cfg
+    _, cache = forward(run.params, ids, cfg)
+    A = cache["blocks"][layer]["att"]["A"][head]          # the weights attention_forward returned in its cache
+    labels = [SHOW.get(ch, ch) for ch in window]
+    title = f"Attention weights of block {layer}, head {head}, trained run {run.commit_key}, on {window!r}"
+    svg = heatmap(A, row_labels=labels, col_labels=labels, title=title, masked=~causal_mask(len(ids)))
+    top = [labels[int(np.argmax(A[t]))] for t in range(len(ids))]
+    return ExampleResult([figure(svg, f"Block {layer}, head {head} on {window!r}. Row t is the query at character t; "
+                                      f"column s is the key at character s; the grey cells are hidden by the causal mask. "
+                                      f"Each row sums to 1 (largest gap {np.abs(A.sum(-1) - 1).max():.1e}).")],
+                         f"model.transformer.forward with the parameters of the cached training run (cache key "
+                         f"{run.commit_key}, {config_label(cfg)}): the weights A that attention_forward of block {layer} "
+                         f"keeps in its cache, head {head} of {cfg.num_heads}, on {window!r} ({where})",
+                         data=dict(A=A, window=window, top=top))
+
+
 def trained_head_table():
     run, start, window, ids, As = trained_weights()
     rows = []

@@ -5,7 +5,7 @@ from model.config import ModelConfig
 from model.gradcheck import numerical_grad
 from model.transformer import init_params, ffn_forward, ffn_backward, block_forward, block_backward
 from site_builder.examples import (ExampleResult, steps_table, matrix, gradcheck_table, stepper,
-                                   config_label)
+                                   config_label, fmt_array)
 from site_builder.trace import trace_locals
 from tests.fixtures import ffn_worked_params, FFN_WORKED_XN, FFN_WORKED_DOUT
 
@@ -61,19 +61,35 @@ def ffn_backward_gradcheck():
     return ExampleResult([gradcheck_table(rows)], WORKED_SOURCE)
 
 
-def block_forward_steps():
-    params = tiny_params()
-    t = trace_locals(block_forward, X_HAND.copy(), params, 0, TINY)
-    steps = stepper(t, row=1, steps=[
-        ("Input", "X", None),
-        ("First LayerNorm", "Xn", None),
-        ("Attention", "att", None),
-        ("First residual add", "X1", ("X", "att")),
-        ("Second LayerNorm", "Xn2", None),
-        ("Feed-forward", "ff", None),
-        ("Second residual add", "return[0]", ("X1", "ff")),
+TINY2 = ModelConfig(**{**TINY.to_dict(), "num_layers": 2})   # the same block 0 (init_params draws it first), and a block 1
+TINY2_SOURCE = f"init_params({config_label(TINY2)}, np.random.default_rng({SEED}))"
+
+
+def block_forward_steps(row=1, layer=0, values=None):
+    """One row through block `layer` of a two-block model; `values` (free input under serve)
+    replaces that row of the hand-picked input X before block 0."""
+    params = init_params(TINY2, np.random.default_rng(SEED))
+    X = X_HAND.copy()
+    if values is not None:
+        X[row] = values
+    for earlier in range(layer):
+        X, _ = block_forward(X, params, earlier, TINY2)
+    t = trace_locals(block_forward, X, params, layer, TINY2)
+    steps = stepper(t, row=row, note=f"in block {layer}", steps=[
+        ("Input", "X", None, f"The residual stream entering block {layer}: row {row} of X."),
+        ("First LayerNorm", "Xn", None, "Rescales the row to mean 0 and variance 1, then applies the learned scale "
+                                        "and shift; attention reads this copy, the stream X is left as it was."),
+        ("Attention", "att", None, "Mixes in the rows up to this one (the causal mask hides later rows); "
+                                   "this is the branch's output, not yet added to anything."),
+        ("First residual add", "X1", ("X", "att"), "Adds the attention output to the stream: before is X, "
+                                                   "the stream being added to, and the sum is X1."),
+        ("Second LayerNorm", "Xn2", None, "Normalises the new stream X1 for the feed-forward layer; X1 itself is kept."),
+        ("Feed-forward", "ff", None, "Widens the row, applies ReLU and narrows it back, looking at no other row."),
+        ("Second residual add", "return[0]", ("X1", "ff"), "Adds the feed-forward output to the stream X1: "
+                                                           "the sum is the block's output."),
     ])
-    return ExampleResult([steps], TINY_SOURCE)
+    hand = "" if values is None else f", row {row} of X replaced by {fmt_array(values)} (typed by the reader)"
+    return ExampleResult([steps], TINY2_SOURCE + hand)
 
 
 def _block_backward_trace(params):

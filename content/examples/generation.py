@@ -147,6 +147,26 @@ def probabilities():
                          data={name: p for name, (p, _) in cols.items()} | dict(logits=logits))
 
 
+def at_temperature(temperature=1.0, prompt=NEXT_PROMPT):
+    """The next-character distribution after `prompt` at one temperature (sample_next's own p,
+    traced), and a continuation sampled at that temperature with the fixed seed."""
+    run, tok = model_and_tokenizer()
+    ids = tok.encode(prompt)[-run.model_cfg.seq_len:]
+    logits, _ = forward(run.params, ids, run.model_cfg)
+    p, drawn = traced_probabilities(logits[-1], temperature, None)
+    order = np.argsort(-p, kind="stable")
+    rows = [[rank, repr(tok.chars[i]), fmt_number(p[i])] for rank, i in enumerate(order[:SHOWN], 1)]
+    rows.append(["", f"the other {len(order) - SHOWN} characters", fmt_number(p[order[SHOWN:]].sum())])
+    rows.append(["", "entropy (nats)", fmt_number(-(p[p > 0] * np.log(p[p > 0])).sum())])
+    rows.append(["", f"drawn by sample_next (seed {SEED})", repr(tok.chars[drawn])])
+    text = sampled(temperature, None, prompt=prompt)
+    sample = table(["Prompt", f"generate(..., {LENGTH}, {temperature:g}, None, np.random.default_rng({SEED})) (↵ is a newline)"],
+                   [[_show(prompt), _show(text[len(prompt):])]])
+    return ExampleResult([table(["Rank", "Next character", f"Probability at T = {temperature:g}"], rows,
+                                caption=f"After {prompt!r} (the model reads its last {len(ids)} characters)"), sample],
+                         _source(run), data=dict(p=p, text=text))
+
+
 def top_k_draws():
     run, tok, logits = next_logits()
     p, _ = traced_probabilities(logits, 1.0, TOP_K)

@@ -172,6 +172,18 @@ def eps_effect():
                          data=data)
 
 
+def with_eps(eps=EPS):
+    """The rows of the epsilon experiment at one eps: what the forward and backward passes give."""
+    rows = []
+    for label, x in EPS_ROWS:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s, xh, dx = _eps_row(x, eps)
+            rows.append([label, f"{x.var():.3e}", fmt_number(s), fmt_array(xh), fmt_number(xh.var()), fmt_array(dx)])
+    return ExampleResult([table(["Row", "var", "s = 1 / sqrt(var + eps)", "Xhat", "Variance of Xhat", "dX"], rows,
+                                caption=f"eps = {eps:g}")],
+                         f"layer_norm_forward and layer_norm_backward with g = 1, b = 0, the hand-picked rows above, "
+                         f"dY = {fmt_array(EPS_DY)} and eps = {eps:g} (the model's default is cfg.ln_eps = {EPS:g})")
+
 
 def real_rows():
     """What eps does to the rows the first LayerNorm of the model really receives: at

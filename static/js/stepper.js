@@ -1,19 +1,24 @@
 // Step through one row of a traced example.
 // The build embeds the steps as JSON in data-steps (label, local name, line, code, the row
-// after the line, the row before it, and for an add both terms). Without JavaScript the page
+// after the line, the row before it and its name, for an add both terms, and one sentence on
+// what the line does). Without JavaScript the page
 // lists every step and marks the first step's line; with it, one step shows at a time with
 // Previous / Next / Reset, the arrow keys (Left / Right, Home for the first step, End for the
 // last) and the line being run highlighted in the listing above.
 (() => {
   "use strict";
 
-  for (const box of document.querySelectorAll(".stepper[data-steps]")) {
-    try {
-      init(box);
-    } catch (e) {
-      box.classList.remove("stepper-live");     // keep the static list readable
+  // play.js swaps an example's body for another input's: it calls this on the new body.
+  window.stepperInit = (root) => {
+    for (const box of root.querySelectorAll(".stepper[data-steps]")) {
+      try {
+        init(box);
+      } catch (e) {
+        box.classList.remove("stepper-live");     // keep the static list readable
+      }
     }
-  }
+  };
+  window.stepperInit(document);
 
   function el(tag, attrs = {}, text = "") {
     const node = document.createElement(tag);
@@ -68,7 +73,9 @@
         if (on) tr.setAttribute("aria-current", "step");
         else tr.removeAttribute("aria-current");
       }
-      panel.replaceChildren(lineOf(st), values(st, k ? steps[k - 1] : null));
+      const parts = [lineOf(st)];
+      if (st.says) parts.push(el("p", { class: "stepper-says" }, st.says));
+      panel.replaceChildren(...parts, values(st, k ? steps[k - 1] : null));
     }
 
     function lineOf(st) {
@@ -94,9 +101,14 @@
         for (const x of nums) tr.append(el("td", {}, x));
         table.append(tr);
       };
-      if (st.before && before) add("before", before.name, "before: ", st.before);
+      // At an add, "before" is the stream being added to (the first term), then "+ branch".
       const terms = st.terms || [];
-      terms.forEach((t, j) => add("term", t.name, j ? "+ " : "", t.row));
+      if (terms.length) {
+        add("before", terms[0].name, "before: ", terms[0].row);
+        terms.slice(1).forEach((t) => add("term", t.name, "+ ", t.row));
+      } else if (st.before && before) {
+        add("before", st.before_name || before.name, "before: ", st.before);
+      }
       add("after", st.name, terms.length ? "= " : "after: ", st.after);
       wrap.append(table);
       return wrap;

@@ -20,7 +20,8 @@ def shown(page, stepper):
       }
       const current = [...box.querySelectorAll(".stepper-code tr.current")].map(tr => Number(tr.dataset.line));
       const link = panel.querySelector(".stepper-line a");
-      return {status: box.querySelector(".stepper-status").textContent, current,
+      const says = panel.querySelector(".stepper-says");
+      return {status: box.querySelector(".stepper-status").textContent, current, says: says ? says.textContent : undefined,
               href: link.getAttribute("href"), linkText: link.textContent, rows};
     }""")
 
@@ -33,12 +34,15 @@ def check_step(state, steps, k, row):
     rows = state["rows"]
     assert rows["after"] == [st["name"], st["after"]]
     terms = st.get("terms") or []
-    assert [rows[f"term{j}"] for j in range(len(terms))] == [[t["name"], t["row"]] for t in terms]
-    if terms:      # a residual add: both terms and their sum, to the printed precision
+    if terms:      # a residual add: "before" is the stream added to, then the branch, then their sum
+        assert rows["before"] == [terms[0]["name"], terms[0]["row"]]
+        assert [rows[f"term{j}"] for j in range(len(terms) - 1)] == [[t["name"], t["row"]] for t in terms[1:]]
         total = [sum(float(t["row"][i]) for t in terms) for i in range(len(st["after"]))]
         assert all(abs(a - float(b)) < 2e-4 for a, b in zip(total, st["after"]))
-    if k and st.get("before"):
+    elif k and st.get("before"):
         assert rows["before"] == [steps[k - 1]["name"], st["before"]]
+    says = state["says"]
+    assert says == st.get("says"), "the panel shows the step's one sentence, if it has one"
 
 
 def test_every_stepper_walks_every_step(page, site_url, pages_with):
@@ -84,3 +88,33 @@ def test_block_steppers_show_the_examples_own_numbers(page, site_url, example):
     assert steps in data
     adds = [s for s in steps if s.get("terms")]
     assert len(adds) == 2, "the block has two residual adds, and the stepper shows both terms of each"
+
+
+def test_choosing_a_row_and_a_layer(page, site_url):
+    """The forward stepper's row and layer menus load that combination's steps (each computed by
+    the example function called with them), keep the step controls working, and put the choice
+    in the URL so a reload shows it again. Every step of it says in one sentence what it does,
+    and at each residual add "before" is the stream being added to."""
+    fn = load_example(ROOT, "block:block_forward_steps")
+    page.goto(site_url + "block.html")
+    form = page.locator("form.play").filter(has=page.locator('select[name="row"]'))
+    example = page.locator(".example").filter(has=form)
+    form.locator('select[name="row"]').select_option("2")
+    form.locator('select[name="layer"]').select_option("1")
+    want = fn(row=2, layer=1).blocks[0]["steps"]
+    stepper = example.locator(".stepper.stepper-live")
+    page.wait_for_function("(el) => el.querySelector('.stepper').dataset.row === '2' && "
+                           "el.querySelector('.stepper-note').textContent.includes('block 1')",
+                           arg=example.element_handle())
+    assert json.loads(stepper.get_attribute("data-steps")) == want
+    assert all(st.get("says") for st in want), "every step has its sentence"
+    for k in range(len(want)):
+        if k:
+            stepper.locator(".stepper-next").click()
+        check_step(shown(page, stepper), want, k, "2")
+    assert "row=2" in page.url and "layer=1" in page.url
+    page.reload()
+    stepper = page.locator(".example").filter(has=page.locator('select[name="row"]')).locator(".stepper.stepper-live")
+    page.wait_for_function("() => document.querySelector('form.play select[name=row]').value === '2' && "
+                           "[...document.querySelectorAll('.stepper')].some(s => s.dataset.row === '2')")
+    assert json.loads(stepper.get_attribute("data-steps")) == want

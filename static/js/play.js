@@ -1,0 +1,137 @@
+// Choose an example's input. On any static host: the build ran every combination of the
+// declared choices; the page shows the first and loads another's body (a small script under
+// play/, which works from file:// too, where fetch does not) when the reader picks it. The
+// choice is kept in the URL (?row=2&layer=1), so a link shares the exact view. Under
+// `python build_site.py serve` (its /__reload.js is on the page) the free-input fields appear:
+// the serve process validates the value, runs the same example function on it and answers
+// with the body rendered by the same template (site_builder/playground.py).
+(() => {
+  "use strict";
+  const forms = [...document.querySelectorAll("form.play[data-example]")];
+  if (!forms.length) return;
+  const me = document.querySelector('script[src$="static/js/play.js"]');
+  const root = me ? me.getAttribute("src").replace(/static\/js\/play\.js$/, "") : "";
+  const serve = !!document.querySelector('script[src="/__reload.js"]');
+  const waiting = new Map();          // "example key" -> resolve
+  const loaded = new Map();           // "example key" -> body HTML
+  const first = new Map();            // form -> the body the page was built with
+
+  window.playFragment = (id, key, html) => {
+    loaded.set(`${id} ${key}`, html);
+    const done = waiting.get(`${id} ${key}`);
+    if (done) done(html);
+  };
+
+  function load(id, key) {
+    const k = `${id} ${key}`;
+    if (loaded.has(k)) return Promise.resolve(loaded.get(k));
+    return new Promise((resolve, reject) => {
+      waiting.set(k, (html) => { waiting.delete(k); resolve(html); });
+      const s = document.createElement("script");
+      s.src = `${root}play/${encodeURIComponent(id)}/${encodeURIComponent(key)}.js`;
+      s.onerror = () => { waiting.delete(k); reject(new Error(`could not load ${s.src}`)); };
+      s.onload = () => s.remove();
+      document.head.append(s);
+    });
+  }
+
+  const selects = (form) => [...form.querySelectorAll("select")];
+  const body = (form) => form.closest(".example").querySelector(".example-body");
+  const say = (form, text, bad = false) => {
+    const p = form.querySelector(".play-status");
+    p.textContent = text;
+    p.classList.toggle("play-error", bad);
+  };
+
+  function keyOf(form) {
+    const keyed = form.dataset.keyed.split(" ").filter(Boolean);
+    return keyed.map((n) => `${n}-${form.querySelector(`select[name="${n}"]`).value}`).join("_").replace(/\./g, "p");
+  }
+
+  function swap(form, html) {
+    const b = body(form);
+    b.innerHTML = html;
+    if (window.stepperInit) window.stepperInit(b);
+  }
+
+  async function choose(form) {
+    const key = keyOf(form);
+    try {
+      const html = key === form.dataset.default ? first.get(form) : await load(form.dataset.example, key);
+      if (keyOf(form) !== key) return;          // the reader chose again meanwhile: that one wins
+      swap(form, html);
+      say(form, "");
+      form.dataset.shown = key;
+    } catch (e) {
+      say(form, `${e.message}; the page still shows the previous choice.`, true);
+    }
+  }
+
+  function keepInUrl() {
+    const params = new URLSearchParams(location.search);
+    for (const form of forms) for (const s of selects(form)) params.set(s.name, s.value);
+    history.replaceState(history.state, "", `?${params}${location.hash}`);
+  }
+
+  async function mine(form) {
+    const args = {};
+    for (const s of selects(form)) args[s.name] = JSON.parse(s.selectedOptions[0].dataset.value);
+    for (const input of form.querySelectorAll("input[data-free]")) {
+      if (input.value.trim() !== "") args[input.name] = input.value;
+    }
+    say(form, "Running the example function on your input…");
+    try {
+      const r = await fetch("/__play", {
+        method: "POST", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ page: form.dataset.page, example: form.dataset.example, args }),
+      });
+      const answer = await r.json();
+      if (!r.ok || answer.error) throw new Error(answer.error || `the server answered ${r.status}`);
+      swap(form, answer.html);
+      say(form, `Recomputed by the real code in ${answer.seconds} s.`);
+    } catch (e) {
+      say(form, e.message, true);
+    }
+  }
+
+  const params = new URLSearchParams(location.search);
+  for (const form of forms) {
+    first.set(form, body(form).innerHTML);
+    let moved = false;
+    for (const s of selects(form)) {
+      const want = params.get(s.name);
+      if (want !== null && [...s.options].some((o) => o.value === want) && s.value !== want) {
+        s.value = want;
+        moved = true;
+      }
+      s.addEventListener("change", () => {
+        const free = form.querySelector(`input[name="${s.name}"]`);
+        if (free) free.value = "";
+        // The same parameter on another example of this page follows (one URL, one value).
+        for (const other of forms) {
+          const twin = other !== form && other.querySelector(`select[name="${s.name}"]`);
+          if (twin && [...twin.options].some((o) => o.value === s.value) && twin.value !== s.value) {
+            twin.value = s.value;
+            choose(other);
+          }
+        }
+        keepInUrl();
+        // Under serve, with the reader's own value typed in, a menu reruns the real code on it.
+        if (serve && [...form.querySelectorAll("input[data-free]")].some((i) => i.value.trim() !== "")) mine(form);
+        else choose(form);
+      });
+    }
+    if (moved) choose(form);
+    if (serve) {
+      for (const label of form.querySelectorAll(".play-free")) label.hidden = false;
+      for (const note of form.querySelectorAll(".play-note")) note.hidden = true;
+      const run = document.createElement("button");
+      run.type = "submit";
+      run.textContent = "Run on my input";
+      form.querySelector(".play-status").before(run);
+      form.addEventListener("submit", (event) => { event.preventDefault(); mine(form); });
+    } else {
+      form.addEventListener("submit", (event) => event.preventDefault());
+    }
+  }
+})();

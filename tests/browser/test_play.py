@@ -1,0 +1,82 @@
+"""Choosing inputs: on the static site a choice loads that combination's body (computed by the
+build, loaded on demand) and stays in the URL; under `serve` a typed prompt is recomputed by the
+real code and the heatmap changes without a reload. (Choosing the stepper's row and layer is
+in test_stepper.py.)"""
+import re
+
+from site_builder.examples import load_example
+from tests.conftest import ROOT
+
+
+def example_with(page, name):
+    """The .example whose controls have a menu or field called `name`."""
+    return page.locator(".example").filter(has=page.locator(f'form.play [name="{name}"]')).first
+
+
+def heatmap_label(example):
+    return example.locator(".example-body svg.heatmap").get_attribute("aria-label")
+
+
+def test_choosing_a_head_and_a_temperature_on_the_static_site(page, site_url):
+    requests = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(site_url + "attention.html")
+    ex = example_with(page, "head")
+    assert ex.locator(".play-free").is_hidden(), "no free input without serve"
+    assert "python build_site.py serve" in ex.locator(".play-note").first.text_content()
+    assert "head 0" in heatmap_label(ex)
+    before = len(requests)
+    ex.locator('select[name="head"]').select_option("2")
+    ex.locator('select[name="layer"]').select_option("1")
+    ex.locator('select[name="prompt"]').select_option("3")
+    page.wait_for_function("(el) => el.querySelector('svg.heatmap').getAttribute('aria-label').includes('All the world')",
+                           arg=ex.element_handle())
+    label = heatmap_label(ex)
+    assert "block 1, head 2" in label and "All the world" in label
+    assert any("/play/" in u for u in requests[before:]), "the combination was loaded on demand"
+    assert re.search(r"[?&]head=2", page.url) and re.search(r"[?&]prompt=3", page.url)
+    page.reload()
+    page.wait_for_function("(el) => el.querySelector('svg.heatmap').getAttribute('aria-label').includes('head 2')",
+                           arg=example_with(page, "head").element_handle())
+    assert example_with(page, "head").locator('select[name="head"]').input_value() == "2"
+
+    page.goto(site_url + "generation.html?temperature=2.0")
+    ex = example_with(page, "temperature")
+    want = load_example(ROOT, "generation:at_temperature")(temperature=2.0).blocks
+    page.wait_for_function("(el) => el.querySelector('.example-body caption') && "
+                           "el.querySelector('.example-body th:nth-child(3)').textContent.includes('T = 2')",
+                           arg=ex.element_handle())
+    cells = ex.locator(".example-body table").first.locator("tbody tr").first.locator("td").all_text_contents()
+    assert cells == [str(c) for c in want[0]["rows"][0]], "the first row is the example's own, at T = 2"
+    sample = ex.locator(".example-body table").nth(1).locator("tbody td").nth(1).text_content()
+    assert sample == want[1]["rows"][0][1], "the sample at T = 2, fixed seed"
+    ex.locator('select[name="temperature"]').select_option("0.25")
+    page.wait_for_function("(el) => el.querySelector('.example-body th:nth-child(3)').textContent.includes('T = 0.25')",
+                           arg=ex.element_handle())
+    assert "temperature=0.25" in page.url
+
+
+def test_a_typed_prompt_is_recomputed_under_serve(page, play_server):
+    page.goto(play_server.url + "attention.html?head=1")
+    ex = example_with(page, "head")
+    free = ex.locator('input[name="prompt"]')
+    assert free.is_visible() and ex.locator(".play-note").first.is_hidden()
+    page.wait_for_function("(el) => el.querySelector('svg.heatmap').getAttribute('aria-label').includes('head 1')",
+                           arg=ex.element_handle())
+    cells_before = ex.locator(".example-body svg.heatmap").inner_html()
+    page.evaluate("window.__sameDocument = true")
+    free.fill("the cat sat on")
+    ex.get_by_role("button", name="Run on my input").click()
+    page.wait_for_function("(el) => el.querySelector('svg.heatmap').getAttribute('aria-label').includes('the cat sat on')",
+                           arg=ex.element_handle(), timeout=60000)
+    assert page.evaluate("window.__sameDocument === true"), "the page updated without a reload"
+    assert "head 1" in heatmap_label(ex), "the chosen head is kept"
+    assert ex.locator(".example-body svg.heatmap").inner_html() != cells_before, "the heatmap changed"
+    assert "text typed by the reader" in ex.locator(".provenance").text_content()
+    assert "Recomputed by the real code" in ex.locator(".play-status").text_content()
+    free.fill("naïve €")
+    ex.get_by_role("button", name="Run on my input").click()
+    page.wait_for_function("(el) => el.querySelector('.play-status').textContent.includes('never seen')",
+                           arg=ex.element_handle(), timeout=60000)
+    assert "'€'" in ex.locator(".play-status").text_content()
+    assert "the cat sat on" in heatmap_label(ex), "a refused input leaves the last result"

@@ -1,0 +1,206 @@
+"""Choices and free input (site_builder/playground.py, site_builder/play_server.py): what the
+content may declare, what the /__play endpoint refuses, and that it holds up under load."""
+import http.client
+import json
+import os
+import threading
+import time
+
+import pytest
+
+from site_builder.content import Located
+from site_builder.play_server import Playground, refusal
+from site_builder.playground import (InvalidInput, call_ref, check_declaration, checked_arguments, combinations,
+                                     split_ref, validate)
+from tests.conftest import ROOT
+
+FLOAT = {"type": "float", "min": 0, "max": 2}
+TEXT = {"type": "text", "max_length": 8, "vocabulary": "corpus"}
+NUMBERS = {"type": "numbers", "length": 3, "min": -1, "max": 1}
+EXAMPLE = {"run": "m:f", "choices": {"row": [1, 0, 2]}, "playable": {"eps": FLOAT, "prompt": TEXT}}
+
+
+def refused(spec, value, vocabulary=None):
+    with pytest.raises(InvalidInput) as e:
+        validate(spec, value, vocabulary)
+    return str(e.value)
+
+
+def test_a_ref_names_its_arguments_and_reads_back_as_literals():
+    ref = call_ref("attention:chosen_heatmap", {"prompt": "To be, or", "layer": 1, "head": 0})
+    assert ref == "attention:chosen_heatmap(head=0, layer=1, prompt='To be, or')"
+    assert split_ref(ref) == ("attention:chosen_heatmap", {"head": 0, "layer": 1, "prompt": "To be, or"})
+    assert split_ref("block:f") == ("block:f", {})
+    with pytest.raises(ValueError):                 # a value is a literal, never code
+        split_ref("m:f(x=__import__('os').getcwd())")
+    assert combinations({"row": [1, 0], "layer": [0, 1]})[0] == {"layer": 0, "row": 1}, "the first listed is the default"
+    assert len(combinations({"row": [1, 0], "layer": [0, 1]})) == 4
+
+
+def test_bad_types_are_refused_with_what_was_expected():
+    assert "finite number" in refused(FLOAT, [1])
+    assert "finite number" in refused(FLOAT, True)
+    assert "must be a number" in refused(FLOAT, "abc")
+    assert "finite number" in refused(FLOAT, "nan")
+    assert "must be text" in refused(TEXT, 5)
+    assert "whole number" in refused({"type": "int", "min": 0, "max": 3}, 1.5)
+    assert "list of 3 numbers" in refused(NUMBERS, {"a": 1})
+    assert validate(FLOAT, "0.5") == 0.5 and validate(NUMBERS, "0.5, -1 1") == [0.5, -1.0, 1.0]
+
+
+def test_out_of_range_values_are_refused():
+    assert refused(FLOAT, 2.5) == "must be between 0 and 2, got 2.5"
+    assert "between -1 and 1" in refused(NUMBERS, [0, 0, 3])
+    assert "must be 3 numbers, got 2" in refused(NUMBERS, [0, 0])
+
+
+def test_oversized_text_is_refused():
+    assert refused(TEXT, "x" * 9) == "is 9 characters long; at most 8 are allowed"
+    assert "must not be empty" in refused(TEXT, "")
+    assert "40" not in refused(FLOAT, "1" * 5000)[:10] and "text of 5000 characters" in refused(FLOAT, "1" * 5000)
+
+
+def test_characters_outside_the_vocabulary_are_refused():
+    message = refused(TEXT, "héllo", vocabulary="abcdehlo ")
+    assert "'é'" in message and "never seen" in message and "9 characters" in message
+    assert validate(TEXT, "hello", vocabulary="abcdehlo ") == "hello"
+
+
+def test_only_declared_parameters_and_declared_choices_pass():
+    assert checked_arguments(EXAMPLE, {"eps": "0.5"}) == {"eps": 0.5, "row": 1}
+    assert checked_arguments(EXAMPLE, {"row": 2}) == {"row": 2}
+    with pytest.raises(InvalidInput, match="'code' is not a parameter of this example"):
+        checked_arguments(EXAMPLE, {"code": "print(1)"})
+    with pytest.raises(InvalidInput, match="row must be one of 1, 0, 2"):
+        checked_arguments(EXAMPLE, {"row": 7})          # a choice that is not playable takes only its values
+    with pytest.raises(InvalidInput, match="'args' must be a mapping"):
+        checked_arguments(EXAMPLE, ["eps"])
+
+
+def test_a_function_that_is_not_playable_is_refused():
+    ground = Playground(ROOT)
+    assert ground.handle({"page": "layernorm", "example": "layernorm-forward--ex-1", "args": {}}) == dict(
+        status=400, error="example layernorm-forward--ex-1 (layernorm:forward_worked) is not playable: "
+                          "content/pages/layernorm.md declares no 'playable' parameters for it")
+    assert "no page" in ground.handle({"page": "nope", "example": "x", "args": {}})["error"]
+    assert "page's name" in ground.handle({"page": "../etc", "example": "x", "args": {}})["error"]
+    assert "no example" in ground.handle({"page": "layernorm", "example": "layernorm-forward--ex-99", "args": {}})["error"]
+    assert "{page, example, args}" in ground.handle({"page": "layernorm", "run": "os:system"})["error"]
+
+
+def test_cross_origin_and_foreign_host_requests_are_refused():
+    ok = {"Host": "127.0.0.1:8000", "Origin": "http://127.0.0.1:8000", "Content-Type": "application/json"}
+    address = ("127.0.0.1", 8000)
+    assert refusal(ok, address, True) is None
+    assert refusal({**ok, "Origin": "http://evil.example"}, address, True)[0] == 403
+    assert refusal({k: v for k, v in ok.items() if k != "Origin"}, address, True)[0] == 403
+    assert "not this server" in refusal({**ok, "Host": "evil.example:8000", "Origin": "http://evil.example:8000"},
+                                        address, True)[1]
+    assert refusal({**ok, "Content-Type": "text/plain"}, address, True)[0] == 415
+    assert "loopback" in refusal(ok, ("0.0.0.0", 8000), False)[1]
+
+
+def test_declarations_are_checked_at_their_line():
+    example = Located({"run": "m:f", "choices": {"eps": [0.5, 5]}, "playable": {"eps": FLOAT, "x": {"type": "code"}}})
+    example.key_lines = {}
+    problems = []
+    check_declaration(example, "content/pages/p.md", problems)
+    messages = [p.message for p in problems]
+    assert any("playable 'x': 'type' must be one of" in m for m in messages)
+    assert any("choice 5 of 'eps' is outside its playable bounds" in m for m in messages)
+
+
+# ------------------------------------------------------------------ the endpoint under load
+
+def post(port, body, origin=None):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("POST", "/__play", json.dumps(body), {"Content-Type": "application/json",
+                                                       "Origin": origin or f"http://127.0.0.1:{port}"})
+    r = conn.getresponse()
+    answer = json.loads(r.read())
+    conn.close()
+    return r.status, answer
+
+
+def children(pid):
+    """The processes whose parent is pid (Linux /proc)."""
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    if int(f.read().rpartition(")")[2].split()[1]) == pid:
+                        out.append(int(name))
+            except (OSError, ValueError, IndexError):
+                pass
+    return out
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc to list processes")
+def test_500_requests_from_10_clients(play_server):
+    """Every answer is the example's own body for that eps; no error; within the time bound;
+    and afterwards no worker is left under the play process."""
+    port = play_server.port
+    assert post(port, {"page": "layernorm", "example": "layernorm-forward--ex-4", "args": {"eps": 0.5}})[0] == 200
+    clients, each, failures = 10, 50, []
+
+    def client(c):
+        for i in range(each):
+            eps = round(0.001 + 0.01 * (c * each + i), 3)
+            status, answer = post(port, {"page": "layernorm", "example": "layernorm-forward--ex-4", "args": {"eps": eps}})
+            if status != 200 or f"<caption>eps = {eps:g}</caption>" not in answer.get("html", ""):
+                failures.append((eps, status, answer.get("error")))
+    start = time.monotonic()
+    threads = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    seconds = time.monotonic() - start
+    assert not failures, failures[:3]
+    assert seconds < 90, f"{clients * each} requests took {seconds:.1f} s"
+    pids = play_server.play.pids()
+    assert pids and all(children(pid) == [] for pid in pids), "a worker was left behind"
+    status, answer = post(port, {"page": "layernorm", "example": "layernorm-forward--ex-4", "args": {"eps": 0.5}},
+                          origin="http://evil.example")
+    assert status == 403 and "another origin" in answer["error"]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc to list processes")
+def test_a_request_past_its_time_limit_is_stopped_and_leaves_no_worker(tmp_path, monkeypatch):
+    from site_builder import play_server
+    (tmp_path / "content" / "examples").mkdir(parents=True)
+    (tmp_path / "content" / "examples" / "slow.py").write_text(
+        "import time\n\n\ndef forever(x=0):\n    while True:\n        time.sleep(0.01)\n")
+    monkeypatch.setattr(play_server, "PLAY_TIMEOUT", 0.5)
+    start = time.monotonic()
+    reply = Playground(tmp_path).run("p--ex-1", "slow:forever(x=1)")
+    assert reply["status"] == 504 and "slow:forever(x=1) ran past 0.5 s" in reply["error"]
+    assert "content/examples/slow.py:6" in reply["error"], "it names the line it was executing"
+    assert time.monotonic() - start < 5
+    with open(f"/proc/{os.getpid()}/cmdline", "rb") as f:
+        me = f.read()
+    forked = []
+    for pid in children(os.getpid()):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                forked += [pid] if f.read() == me else []
+        except OSError:
+            pass
+    assert forked == [], "the stopped worker was reaped"
+
+
+def test_typed_input_recomputes_on_all_four_pages(play_server):
+    """One request per page, through the endpoint: each answer is the example's body for the
+    typed value, rendered by the template (the heatmap's title, the table's caption, the row)."""
+    cases = [("attention", "attention-lm--ex-2", {"prompt": "the cat sat", "head": 3}, ["head 3", "the cat sat"]),
+             ("generation", "generation-sample--ex-2", {"prompt": "KING", "temperature": "0.7"},
+              ["After &#39;KING&#39;", "T = 0.7"]),
+             ("layernorm", "layernorm-forward--ex-4", {"eps": "2.5"}, ["<caption>eps = 2.5</caption>"]),
+             ("block", "block-forward--ex-1", {"values": "1 -2 0.5 3", "row": 2, "layer": 1},
+              ["data-row=\"2\"", "in block 1", "replaced by [1.0000, -2.0000, 0.5000, 3.0000] (typed by the reader)"])]
+    for page, example, args, expected in cases:
+        status, answer = post(play_server.port, {"page": page, "example": example, "args": args})
+        assert status == 200, (page, answer)
+        for text in expected:
+            assert text in answer["html"], (page, text)
