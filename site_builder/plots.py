@@ -260,7 +260,8 @@ def heatmap(matrix, row_labels, col_labels, title, masked=None, xlabel="column",
     def shade(v):
         """(class, opacity): 'n' for the negative hue, '' for the positive one."""
         frac = max(0.0, min(1.0, abs(v) / vmax if signed else (v - vmin) / (vmax - vmin)))
-        return ("n" if signed and v < 0 else ""), f"{frac:.2f}".lstrip("0") or "0"
+        op = f"{frac:.2f}".rstrip("0").rstrip(".")
+        return ("n" if signed and v < 0 else ""), (op[1:] if op.startswith("0.") else op) or "0"
 
     flat_pos = max(((i, j) for i in range(rows) for j in range(cols) if not is_masked(i, j)), key=lambda p: grid[p[0]][p[1]])
     flat_neg = min(((i, j) for i in range(rows) for j in range(cols) if not is_masked(i, j)), key=lambda p: grid[p[0]][p[1]])

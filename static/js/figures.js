@@ -64,7 +64,7 @@
       marker.setAttribute("cx", x);
       marker.setAttribute("cy", y);
       marker.style.display = "";
-      tip.show(`${series[s].label}: ${yName} ${series[s].ys[i]} at ${xName} ${series[s].xs[i]}`, x, y);
+      tip.show(series[s].label + ": " + yName + " " + series[s].ys[i] + " at " + xName + " " + series[s].xs[i], x, y);
     }
     function hide() { marker.style.display = "none"; tip.hide(); }
     function nearestIn(k, x, y) {
@@ -127,8 +127,9 @@
       cursor.setAttribute("y", y);
       cursor.style.display = "";
       const v = values[r][c];
-      const where = `${d.ylabel} ${rowNames[r] || r}, ${d.xlabel} ${colNames[c] || c}`;
-      tip.show(`${where}: ${v === "m" ? d.masked : `${d.value} ${v}`}`, x + cell, y);
+      const where = d.ylabel + " " + (rowNames[r] || r) + ", " + d.xlabel + " " + (colNames[c] || c);
+      // Plain concatenation: the minifier (rjsmin) does not know template literals.
+      tip.show(where + ": " + (v === "m" ? d.masked : d.value + " " + v), x + cell, y);
     }
     function hide() { cursor.style.display = "none"; tip.hide(); }
 
