@@ -156,7 +156,11 @@ def line_plot(series, title, xlabel, ylabel, logy=False):
     series = [s for s in series if s[1]]
     xs_all = [x for _, xs, _ in series for x in xs]
     ys_all = [y for _, _, ys in series for y in ys]
-    xticks, xstep = linear_ticks(min(xs_all), max(xs_all), 6)
+    # x spans the data exactly (ticks inside it): padding steps out to a round number would
+    # draw an empty stretch after the last step; y is padded to its outer ticks.
+    x0, x1 = min(xs_all), max(xs_all)
+    xticks, xstep = linear_ticks(x0, x1, 6)
+    xticks = [t for t in xticks if x0 - 1e-9 * abs(xstep) <= t <= x1 + 1e-9 * abs(xstep)] or [x0]
     xlabels = tick_labels(xticks, xstep)
     if logy:
         yticks = log_ticks(min(ys_all), max(ys_all))
@@ -166,11 +170,12 @@ def line_plot(series, title, xlabel, ylabel, logy=False):
         yticks, ystep = linear_ticks(min(ys_all), max(ys_all), 5)
         ylabels = tick_labels(yticks, ystep)
         fy = float
-    x0, x1 = xticks[0], xticks[-1]
+    if x1 == x0:
+        x0, x1 = x0 - 1, x1 + 1
     y0, y1 = fy(yticks[0]), fy(yticks[-1])
 
     pad_l = 8 + FONT_LABEL + 8 + max(text_width(t, FONT_TICK) for t in ylabels) + 6
-    pad_r = max(12.0, text_width(xlabels[-1], FONT_TICK) / 2 + 4)
+    pad_r = max(12.0, text_width(xlabels[-1], FONT_TICK) / 2 + 4)    # the last tick may sit at the right edge
     plot_w = W - pad_l - pad_r
     legend = _legend_rows([label for label, _, _ in series], plot_w)
     rows = (legend[-1][0] + 1) if len(series) > 1 else 0
@@ -293,11 +298,12 @@ def heatmap(matrix, row_labels, col_labels, title, masked=None, xlabel="column",
         for j in range(cols):
             x = left + j * cell
             if is_masked(i, j):
-                cells.append(f'<rect class="m" x="{x:.0f}" width="{cell}" height="{cell}"/>')
+                cells.append(f'<rect class="masked" x="{x:.0f}" width="{cell}" height="{cell}"/>')
             else:
                 cls, op = shade(grid[i][j])
                 cells.append(f'<rect{" class=" + chr(34) + cls + chr(34) if cls else ""} x="{x:.0f}" width="{cell}" height="{cell}" fill-opacity="{op}"/>')
         out.append(f'<g class="cells" transform="translate(0 {y})" data-v="{values}">{"".join(cells)}</g>')
+    out.append(f'<rect class="grid-frame" x="{left:.1f}" y="{top}" width="{gw}" height="{gh}"/>')   # zero cells are the background
     # The colour scale: SCALE_STEPS segments from vmin (bottom) to vmax (top), ticks beside it.
     out.append(f'<g class="scale"><text class="axis-label" x="{bar_x:.1f}" y="{top + FONT_LABEL - 2}">{esc(value_name)}</text>')
     seg = bar_h / SCALE_STEPS
@@ -313,7 +319,7 @@ def heatmap(matrix, row_labels, col_labels, title, masked=None, xlabel="column",
                    f'<text class="tick" x="{bar_x + 18:.1f}" y="{y + 4:.1f}">{esc(lab)}</text>')
     if masked is not None:
         y = bar_top + bar_h + 14
-        out.append(f'<rect class="m" x="{bar_x:.1f}" y="{y}" width="12" height="12"/>'
+        out.append(f'<rect class="masked" x="{bar_x:.1f}" y="{y}" width="12" height="12"/>'
                    f'<text class="tick" x="{bar_x + 18:.1f}" y="{y + 10}">{esc(masked_name)}</text>')
     out.append("</g></svg>")
     return "".join(out)

@@ -61,7 +61,7 @@ def test_signed_heatmap_is_diverging_with_zero_in_the_middle():
 def test_masked_cells_are_named_in_the_scale():
     svg = plots.heatmap([[1.0, 0.0], [0.3, 0.7]], ["0", "1"], ["0", "1"], "t", masked=[[False, True], [False, False]],
                         masked_name="hidden by the causal mask")
-    assert svg.count('class="m"') == 2 and "hidden by the causal mask</text>" in svg
+    assert svg.count('class="masked"') == 2 and "hidden by the causal mask</text>" in svg
     assert 'data-v="1.000 m"' in svg
 
 
