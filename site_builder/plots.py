@@ -169,19 +169,26 @@ def _describe(series, xlabel, ylabel):
     return " ".join(parts)
 
 
-def line_plot(series, title, xlabel, ylabel, logy=False):
-    """series: [(label, xs, ys)]. Returns SVG markup. With logy, points at or below 0 are left out."""
-    series = [(label, [float(x) for x, y in zip(xs, ys) if not (logy and y <= 0)],
-               [float(y) for y in ys if not (logy and y <= 0)]) for label, xs, ys in series]
+def line_plot(series, title, xlabel, ylabel, logy=False, logx=False):
+    """series: [(label, xs, ys)]. Returns SVG markup. On a log axis, points at or below 0 are left out."""
+    drop = lambda x, y: (logy and y <= 0) or (logx and x <= 0)
+    series = [(label, [float(x) for x, y in zip(xs, ys) if not drop(x, y)],
+               [float(y) for x, y in zip(xs, ys) if not drop(x, y)]) for label, xs, ys in series]
     series = [s for s in series if s[1]]
     xs_all = [x for _, xs, _ in series for x in xs]
     ys_all = [y for _, _, ys in series for y in ys]
     # x spans the data exactly (ticks inside it): padding steps out to a round number would
     # draw an empty stretch after the last step; y is padded to its outer ticks.
     x0, x1 = min(xs_all), max(xs_all)
-    xticks, xstep = linear_ticks(x0, x1, 6)
-    xticks = [t for t in xticks if x0 - 1e-9 * abs(xstep) <= t <= x1 + 1e-9 * abs(xstep)] or [x0]
-    xlabels = tick_labels(xticks, xstep)
+    fx = math.log10 if logx else float
+    if logx:
+        xticks = [t for t in log_ticks(x0, x1) if x0 * (1 - 1e-9) <= t <= x1 * (1 + 1e-9)] or [x0]
+        xlabels = tick_labels(xticks, log=True)
+    else:
+        xticks, xstep = linear_ticks(x0, x1, 6)
+        xticks = [t for t in xticks if x0 - 1e-9 * abs(xstep) <= t <= x1 + 1e-9 * abs(xstep)] or [x0]
+        xlabels = tick_labels(xticks, xstep)
+    x0, x1 = fx(x0), fx(x1)
     if logy:
         yticks = log_ticks(min(ys_all), max(ys_all))
         ylabels = tick_labels(yticks, log=True)
@@ -202,7 +209,7 @@ def line_plot(series, title, xlabel, ylabel, logy=False):
     pad_t = 10 + 18 * rows + (4 if rows else 0)
     top, bottom = pad_t, pad_t + PLOT_H
     height = bottom + 8 + FONT_TICK + 8 + FONT_LABEL + 8
-    sx = lambda x: pad_l + (x - x0) / ((x1 - x0) or 1) * plot_w
+    sx = lambda x: pad_l + (fx(x) - x0) / ((x1 - x0) or 1) * plot_w
     sy = lambda y: bottom - (fy(y) - y0) / ((y1 - y0) or 1) * PLOT_H
 
     desc = _describe(series, xlabel, ylabel)

@@ -128,3 +128,10 @@ def test_figure_colours_pass_aa_for_graphics_in_both_themes():
     for theme, colours in THEMES.items():
         for var in ("--s0", "--s1", "--s2", "--s3", "--s4", "--s5", "--heat-pos", "--heat-neg", "--heat-mask"):
             assert contrast(colours[var], colours["--bg"]) >= 3.0, (theme, var)
+
+
+def test_log_axes_are_labelled_in_decades():
+    hs = [10.0 ** (-k / 2) for k in range(4, 21)]
+    svg = plots.line_plot([("e", hs, [h * h + 1e-16 / h for h in hs])], "t", "h", "e", logx=True, logy=True)
+    ticks = re.findall(r'<text class="tick"[^>]*>([^<]*)</text>', svg)
+    assert "10⁻¹⁰" in ticks and "10⁻²" in ticks and all(t.startswith("10") for t in ticks), ticks
