@@ -282,13 +282,14 @@ def heatmap(matrix, row_labels, col_labels, title, masked=None, xlabel="column",
     left = 8 + FONT_LABEL + 8 + row_w + 6
     top = 8 + FONT_LABEL + 6 + FONT_TICK + 6
     gw, gh = cols * cell, rows * cell
-    bar_x = left + gw + 18
-    bar_h = max(96, min(gh, 200))
-    bar_top = top + FONT_LABEL + 12
-    scale_w = max(text_width(value_name, FONT_LABEL), 12 + 6 + max(text_width(t, FONT_TICK) for t in tlabels),
-                  (12 + 6 + text_width(masked_name, FONT_TICK)) if masked is not None else 0)
-    width = bar_x + scale_w + 8
-    height = max(top + gh, bar_top + bar_h + (26 if masked is not None else 0)) + 8
+    # The colour scale runs under the grid, so a figure shrunk to a phone's width still shows it.
+    bar_x, bar_w = left, max(160.0, min(float(gw), 260.0))
+    bar_top = top + gh + 14 + FONT_LABEL + 6
+    swatch_x = bar_x + bar_w + 24
+    half_last = text_width(tlabels[-1], FONT_TICK) / 2
+    width = max(left + gw + 8, bar_x + bar_w + half_last + 8,
+                (swatch_x + 18 + text_width(masked_name, FONT_TICK) + 8) if masked is not None else 0)
+    height = bar_top + 12 + 6 + FONT_TICK + 8
 
     def shade(v):
         """(class, opacity): 'n' for the negative hue, '' for the positive one."""
@@ -333,21 +334,18 @@ def heatmap(matrix, row_labels, col_labels, title, masked=None, xlabel="column",
         out.append(f'<g class="cells" transform="translate(0 {y})" data-v="{values}">{"".join(cells)}</g>')
     out.append(f'<rect class="grid-frame" x="{left:.1f}" y="{top}" width="{gw}" height="{gh}"/>')   # zero cells are the background
     # The colour scale: SCALE_STEPS segments from vmin (bottom) to vmax (top), ticks beside it.
-    out.append(f'<g class="scale"><text class="axis-label" x="{bar_x:.1f}" y="{top + FONT_LABEL - 2}">{esc(value_name)}</text>')
-    seg = bar_h / SCALE_STEPS
+    out.append(f'<g class="scale"><text class="axis-label" x="{bar_x:.1f}" y="{bar_top - 6}">{esc(value_name)}</text>')
+    seg = bar_w / SCALE_STEPS
     for k in range(SCALE_STEPS):
-        v = vmin + (k + 0.5) / SCALE_STEPS * (vmax - vmin)
-        cls, op = shade(v)
-        y = bar_top + bar_h - (k + 1) * seg
-        out.append(f'<rect class="cells-key{" n" if cls else ""}" x="{bar_x:.1f}" y="{y:.1f}" width="12" height="{seg + 0.3:.1f}" fill-opacity="{op}"/>')
-    out.append(f'<rect class="key-frame" x="{bar_x:.1f}" y="{bar_top}" width="12" height="{bar_h}"/>')
+        cls, op = shade(vmin + (k + 0.5) / SCALE_STEPS * (vmax - vmin))
+        out.append(f'<rect class="cells-key{" n" if cls else ""}" x="{bar_x + k * seg:.1f}" y="{bar_top}" width="{seg + 0.3:.1f}" height="12" fill-opacity="{op}"/>')
+    out.append(f'<rect class="key-frame" x="{bar_x:.1f}" y="{bar_top}" width="{bar_w:.1f}" height="12"/>')
     for t, lab in zip(ticks, tlabels):
-        y = bar_top + bar_h - (t - vmin) / (vmax - vmin) * bar_h
-        out.append(f'<line class="key-tick" x1="{bar_x + 12:.1f}" x2="{bar_x + 16:.1f}" y1="{y:.1f}" y2="{y:.1f}"/>'
-                   f'<text class="tick" x="{bar_x + 18:.1f}" y="{y + 4:.1f}">{esc(lab)}</text>')
+        x = bar_x + (t - vmin) / (vmax - vmin) * bar_w
+        out.append(f'<line class="key-tick" x1="{x:.1f}" x2="{x:.1f}" y1="{bar_top + 12}" y2="{bar_top + 16}"/>'
+                   f'<text class="tick" x="{x:.1f}" y="{bar_top + 16 + FONT_TICK - 1}" text-anchor="middle">{esc(lab)}</text>')
     if masked is not None:
-        y = bar_top + bar_h + 14
-        out.append(f'<rect class="masked" x="{bar_x:.1f}" y="{y}" width="12" height="12"/>'
-                   f'<text class="tick" x="{bar_x + 18:.1f}" y="{y + 10}">{esc(masked_name)}</text>')
+        out.append(f'<rect class="masked" x="{swatch_x:.1f}" y="{bar_top}" width="12" height="12"/>'
+                   f'<text class="tick" x="{swatch_x + 18:.1f}" y="{bar_top + 10}">{esc(masked_name)}</text>')
     out.append("</g></svg>")
     return "".join(out)

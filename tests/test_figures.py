@@ -52,7 +52,7 @@ def test_line_plot_carries_its_values_and_a_description():
 
 def test_signed_heatmap_is_diverging_with_zero_in_the_middle():
     svg = plots.heatmap([[-0.5, 0.0], [0.25, 1.0]], ["a", "b"], ["c", "d"], "t", xlabel="x", ylabel="y")
-    ticks = [float(t.replace("−", "-")) for t in re.findall(r'<text class="tick" x="[\d.]+" y="[\d.]+">([^<]+)</text>', svg)]
+    ticks = [float(t.replace("−", "-")) for t in re.findall(r'<text class="tick" x="[\d.]+" y="[\d.]+" text-anchor="middle">([^<]+)</text>', svg.split('<g class="scale">')[1])]
     assert min(ticks) == -max(ticks) and 0.0 in ticks        # symmetric scale, labelled at 0
     assert 'class="n"' in svg                                # the negative hue
     assert re.search(r'<rect x="\d+" width="\d+" height="\d+" fill-opacity="0"/>', svg)    # zero: no colour
