@@ -461,11 +461,14 @@ class PageBuilder:
         from site_builder.diagrams import dataflow, render, describe, column_titles
         d = c["diagram"]
         fn, expand = d.get("function", c["function"]), list(d.get("expand") or [])
-        missing = [q for q in [fn] + expand if q not in self.index.functions]
-        for q in missing:
-            self.problems.append(Problem(page.file, d.line_of("expand" if q in expand else "function"),
-                                         f"diagram names '{q}', which is not a function of the indexed source",
-                                         "correct the name, or remove it from the diagram"))
+        missing = False
+        for q in [fn] + expand:
+            try:
+                resolve_function(self.index, q)
+            except ResolveError as e:
+                missing = True
+                self.problems.append(Problem(page.file, d.line_of("expand" if q in expand else "function") or c.line_of("diagram"),
+                                             f"diagram: {e}", "correct the name, or remove it from the diagram"))
         if missing:
             return None
         self.model.documented.add(fn)

@@ -1,9 +1,10 @@
 """Small SVG charts drawn at build time from computed arrays: line plots and heatmaps.
 
 Hand-written SVG, not matplotlib, chosen by measurement (benchmarks/figures.py; the numbers are
-in the README's "Figures" section): matplotlib's SVG of the same loss curve is about 8x the
-bytes and 30x the time, and its colours are fixed hex values, so the dark theme would need a
-second image or a rewrite of its output. What this module writes is byte-identical between
+in the README's "Figures and architecture diagrams" section): matplotlib's SVG of the same loss
+curve is about 3x the bytes, each figure takes 30-130x the time (and the import 0.2-1.3 s per
+example process), and its colours are fixed hex values, so the dark theme would need a second
+image or a rewrite of its output. What this module writes is byte-identical between
 builds (no ids, no dates, fixed number formats), takes its colours from CSS variables
 (static/site.css: --s0.. for series, --heat-pos/--heat-neg for heatmaps), and is small enough
 to carry every plotted value for the hover and keyboard read-out (static/js/figures.js).

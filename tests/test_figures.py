@@ -135,3 +135,19 @@ def test_log_axes_are_labelled_in_decades():
     svg = plots.line_plot([("e", hs, [h * h + 1e-16 / h for h in hs])], "t", "h", "e", logx=True, logy=True)
     ticks = re.findall(r'<text class="tick"[^>]*>([^<]*)</text>', svg)
     assert "10⁻¹⁰" in ticks and "10⁻²" in ticks and all(t.startswith("10") for t in ticks), ticks
+
+
+def test_a_diagram_naming_a_missing_function_is_one_clear_problem(tmp_path):
+    from site_builder.build import build
+    from site_builder.problems import BuildFailed
+    from tests.conftest import mini_repo
+    from tests.test_build_errors import SITE, PAGE, EXAMPLE
+    page = PAGE.replace("    function: model.gradcheck.rel_error\n",
+                        "    function: model.gradcheck.rel_error\n"
+                        "    diagram: {function: model.transformer.block_forward, expand: [model.transformer.ffn_forwrd]}\n")
+    root = mini_repo(tmp_path, SITE, page, {"mini": EXAMPLE})
+    with pytest.raises(BuildFailed) as e:
+        build(root, root / "site", strict=False, use_cache=False)
+    lines = [str(p) for p in e.value.problems]
+    hits = [l for l in lines if "ffn_forwrd" in l]
+    assert len(hits) == 1 and hits[0].startswith("content/pages/mini.md:7:") and "did you mean" in hits[0], lines
