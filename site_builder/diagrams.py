@@ -320,7 +320,6 @@ def column_titles(index, function: str, expand=()) -> list:
 
 def describe(nodes: list) -> list:
     """The diagram as sentences, one per node, for the list beside it (its text alternative)."""
-    name = {n.key: n for n in nodes}
     out = []
     for n in nodes:
         ins = ", ".join(dict.fromkeys(nm for _, nm in n.inputs))
@@ -331,5 +330,4 @@ def describe(nodes: list) -> list:
         loop = f" (inside {n.frame[1]})" if n.frame else ""
         out.append(dict(text=f"{what} {ins or 'no array'} and makes {_out_label(n)}{loop}",
                         href=n.href, where=f"{n.file.split('/')[-1]}:{n.line}"))
-    del name
     return out
