@@ -34,6 +34,7 @@ SCRIPTS = (
     ("symbols", ('class="symbols',)),
     ("search", None),
     ("lines", ('class="listing source',)),
+    ("figures", ('<svg class="chart"', '<svg class="heatmap"')),
 )
 SCRIPTS_PLACEHOLDER = "<!-- page scripts -->"
 TOKEN_CLASS = re.compile(rb'<span class="([a-zA-Z0-9]{1,3})">')

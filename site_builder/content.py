@@ -103,9 +103,9 @@ SCHEMA = {
     "page": ({"title", "sections"}, {"summary", "next_note"}, {"sections": "section"}),
     "concept": ({"id", "title", "function", "what", "why", "math"},
                 {"type", "name", "group", "notes", "symbols", "examples", "shapes", "listings",
-                 "paper", "used", "update", "after_math", "flow"},
+                 "paper", "used", "update", "after_math", "flow", "diagram"},
                 {"notes": "note", "math": "math_item", "symbols": "symbol", "examples": "example",
-                 "shapes": "shape", "listings": "listing", "paper": "paper"}),
+                 "shapes": "shape", "listings": "listing", "paper": "paper", "diagram": "diagram"}),
     "caches": ({"type", "id", "title", "forward", "backward", "holds"}, {"intro", "after"}, {}),
     "params": ({"type", "id", "title", "roles"}, {"intro", "after", "init", "config", "block"}, {}),
     "text": ({"type", "id", "title", "body"}, set(), {}),
@@ -118,14 +118,15 @@ SCHEMA = {
     "shape": ({"title", "names"}, {"function", "at", "note", "config"}, {}),
     "listing": ({"function"}, {"snippet", "caption"}, {}),
     "paper": ({"key"}, {"section", "equation", "page"}, {}),
+    "diagram": (set(), {"function", "expand", "caption"}, {}),
 }
 ROLES = ("computes", "inline", "tests", "derived")
 # The type of every leaf value; anything not listed here is a string.
-LEAF_TYPES = {"derived": bool, "flow": bool, "names": "str-list", "nav": "str-list",
+LEAF_TYPES = {"derived": bool, "flow": bool, "names": "str-list", "nav": "str-list", "expand": "str-list",
               "holds": "str-map", "roles": "str-map", "sources": "str-map", "papers": dict, "shape": "scalar",
               "section": "scalar", "equation": "scalar", "page": "scalar", "year": "scalar",
               "timeout": "seconds", "choices": dict, "playable": dict}
-CONTAINERS = {"sections", "math", "refs", "symbols", "examples", "shapes", "listings", "notes", "paper"}
+CONTAINERS = {"sections", "math", "refs", "symbols", "examples", "shapes", "listings", "notes", "paper", "diagram"}
 
 
 def check_leaf(obj, key, file, problems):
@@ -184,7 +185,7 @@ def validate(obj, kind, file, line, problems):
         if key not in obj:
             continue
         value = obj[key]
-        if child in ("paper",):
+        if child in ("paper", "diagram"):
             validate(value, child, file, obj.line_of(key), problems)
         elif not isinstance(value, list):
             problems.append(Problem(file, obj.line_of(key), f"'{key}' must be a list",

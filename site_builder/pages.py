@@ -352,6 +352,7 @@ class PageBuilder:
             implemented=[x for x in rows if x["role"] != "tests"],
             used=self.used(fn, c["id"]),
             flow=self.flow(fn) if c.get("flow") else None,
+            diagram=self.diagram(page, c) if c.get("diagram") else None,
             reaches_update=self.md(c, "update"),
             paper=self.paper(page, c),
         )
@@ -582,6 +583,41 @@ class PageBuilder:
                     pass
             steps.append(step)
         return steps
+
+    def diagram(self, page, c):
+        """The data-flow diagram a concept declares (`diagram: {function, expand}`), drawn from
+        the syntax tree by site_builder/diagrams.py. A call's box links to the concept section of
+        the function it calls; an add's box to the equation of this page that cites its line;
+        else to the line itself."""
+        from site_builder.diagrams import dataflow, render, describe, column_titles
+        d = c["diagram"]
+        fn, expand = d.get("function", c["function"]), list(d.get("expand") or [])
+        missing = False
+        for q in [fn] + expand:
+            try:
+                resolve_function(self.index, q)
+            except ResolveError as e:
+                missing = True
+                self.problems.append(Problem(page.file, d.line_of("expand" if q in expand else "function") or c.line_of("diagram"),
+                                             f"diagram: {e}", "correct the name, or remove it from the diagram"))
+        if missing:
+            return None
+        self.model.documented.add(fn)
+        nodes = dataflow(self.index, fn, expand)
+        for n in nodes:
+            eq = next((href for href, _ in self.model.cited.get((n.file, n.line), [])
+                       if href.startswith(f"{page.slug}.html#")), None)
+            link = self.fn_link(n.callee) if n.callee else None
+            if n.kind == "call" and link and link["href"] and n.callee in self.fn_pages:
+                n.href = link["href"]
+            elif eq:
+                n.href = eq
+            elif n.line:
+                n.href = source_url(n.file) + f"#L{n.line}"
+        title = f"Data flow of {fn.split('.')[-1]}, drawn from its syntax tree"
+        return dict(id=f"{c['id']}--diagram", function=fn, short=fn.split(".")[-1], title=title,
+                    caption=self.md(d, "caption"),
+                    svg=render(nodes, title, column_titles(self.index, fn, expand)), steps=describe(nodes))
 
     def paper(self, page, c):
         p = c.get("paper")

@@ -241,7 +241,9 @@ def trained_heatmaps():
     blocks = []
     for l, h, why in chosen_heads(As):
         title = f"Attention weights of block {l}, head {h}, trained run {run.commit_key}"
-        svg = heatmap(As[l][h], row_labels=labels, col_labels=labels, title=title, masked=~causal_mask(T))
+        svg = heatmap(As[l][h], row_labels=labels, col_labels=labels, title=title, masked=~causal_mask(T),
+                      xlabel="key: character s", ylabel="query: character t", value_name="weight",
+                      masked_name="hidden by the causal mask")
         blocks.append(figure(svg, f"Block {l}, head {h}: {why}. Row t is the query at character t; column s is "
                                   f"the key at character s. A stronger colour is more weight; the grey cells above the "
                                   f"diagonal are hidden by the causal mask. Each row sums to 1."))

@@ -108,7 +108,9 @@ def error_vs_h():
         series.append((f"emb_std {emb_std}", [float(np.log10(h)) for h in HS], [float(np.log10(e)) for e in errs]))
         k = int(np.argmin(errs))
         best.append([f"{emb_std}", sci(errs[HS.index(H)]), sci(HS[k]), sci(errs[k])])
-    svg = line_plot(series, "rel_error of tok_emb against the step h", "log10 h", "log10 rel_error")
+    svg = line_plot([(label, HS, all_errs[std]) for (label, _, _), std in zip(series, all_errs)],
+                    "rel_error of tok_emb against the step h", "step h (log scale)", "rel_error (log scale)",
+                    logx=True, logy=True)
     rows = table(["emb_std", "rel_error at h = 1e-5", "Best h", "rel_error there"], best)
     return ExampleResult([figure(svg, "The whole model's loss, its tok_emb gradient from loss_and_grads against "
                                       "numerical_grad at each h. On the right, truncation: the error falls as h²; on the "

@@ -54,12 +54,12 @@ def small_steps():
 def pe_heatmap():
     d = task_d_model()
     PE = sinusoidal_positions(N_POSITIONS, d)
-    shade = (PE + 1) / 2                      # -1 .. 1 -> 0 .. 1: the heatmap draws opacity
-    svg = heatmap(shade.tolist(), [str(p) if p % 4 == 0 else "" for p in range(N_POSITIONS)],
+    svg = heatmap(PE.tolist(), [str(p) if p % 4 == 0 else "" for p in range(N_POSITIONS)],
                   [str(j) if j % 4 == 0 else "" for j in range(d)],
-                  f"PE for {N_POSITIONS} positions and d = {d}")
+                  f"PE for {N_POSITIONS} positions and d = {d}", xlabel="column j of PE", ylabel="position",
+                  value_name="PE value")
     return ExampleResult([figure(svg, f"Row: position 0 to {N_POSITIONS - 1}. Column: 0 to {d - 1}. "
-                                      "Opacity (PE + 1) / 2: white is -1, full colour is +1.")],
+                                      "The two hues are the two signs; the page's background is 0.")],
                          f"sinusoidal_positions({N_POSITIONS}, {d}), d_model of the reversal task",
                          data=dict(PE=PE, d=d))
 

@@ -194,7 +194,8 @@ def cross_attention_weights():
         A = flat[f"dec{l}.cross.A"]
         for h in range(TINY.num_heads):
             blocks.append(figure(heatmap(A[h].tolist(), rows_lab, cols_lab,
-                                         f"Decoder layer {l}, head {h}: cross-attention weights"),
+                                         f"Decoder layer {l}, head {h}: cross-attention weights",
+                                         xlabel="source position s", ylabel="target position t", value_name="weight"),
                                  f"Decoder layer {l}, head {h}. Row t: target position, column s: source position."))
         sums.append(float(np.abs(A.sum(-1) - 1).max()))
         smallest.append(float(A.min()))
@@ -406,7 +407,8 @@ def reversal_run(steps=RUN_STEPS, eval_every=RUN_EVAL_EVERY, num_eval=RUN_NUM_EV
     last = r["cfg"].num_dec_layers - 1
     A = s2s.flat_trace(c)[f"dec{last}.cross.A"].mean(axis=0)
     heat = figure(heatmap(A.tolist(), [token_name(i) for i in tout[0]], [token_name(i) for i in val_src[b]],
-                          f"Trained model, decoder layer {last}: cross-attention weights, mean over heads"),
+                          f"Trained model, decoder layer {last}: cross-attention weights, mean over heads",
+                          xlabel="source token", ylabel="target: token to predict", value_name="weight"),
                   f"Held-out source '{task.decode_text(val_src[b])}'. Decoder layer {last}, the mean of its "
                   f"{r['cfg'].num_heads} heads. Each row is a target position, labelled with the token it must "
                   "predict; each column a source position, labelled with its token.")

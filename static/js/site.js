@@ -9,6 +9,7 @@
 //   symbols.js  point at a symbol: it lights up in equations, tables and code
 //   search.js   Pagefind search box
 //   lines.js    source pages: mark the rows of a #L113-L116 range
+//   figures.js  charts and heatmaps: the value under the pointer or the keyboard cursor
 (() => {
   "use strict";
   document.documentElement.classList.add("js");

@@ -1,0 +1,333 @@
+"""Architecture diagrams drawn from the code: the arrays that flow between a function's calls.
+
+`dataflow(index, function, expand)` reads the statements of `function` in code order (the
+same `flow_steps` the flow lists use, so the syntax tree is parsed once, by the source index)
+and keeps the ones that make an array: a call of an indexed function (`Xn, c = layer_norm_
+forward(X, ...)`) or an add (`X1 = X + att`, `return X1 + ff, ...`). Each becomes a node; an
+edge runs from the statement that last bound a name to each statement that reads it, so the
+picture is the code's own data flow: move a call in model/ and the picture moves with it.
+Functions named in `expand` are drawn inside their caller (their parameters bound to the
+caller's arrays, their returned array to the caller's name), and each expanded call at the top
+level opens a column of its own: the 2017 encoder-decoder is drawn as the encoder beside the
+decoder, memory crossing into each cross-attention.
+
+What counts as an array is a heuristic, stated here so it can be argued with: a name that is
+not a cache (`c`, `c_ln1`, `cache`), not one of NOT_ARRAYS (parameters, config, the layer
+index, the prefix), and not only read for its `.shape`. A `for` loop around statements is a
+dashed frame labelled with its header: the code says how often, the picture does not guess.
+
+`render(nodes, ...)` lays the nodes out top to bottom in code order (one column per top-level
+expansion), routes an edge that skips a node down a lane to the right of its column, and
+writes SVG that takes its colours from the page's CSS variables. Each box is a link (the page
+chooses where: the concept section of the called function, or the equation that cites an add).
+"""
+import ast
+import html
+import re
+import textwrap
+from dataclasses import dataclass, field
+
+NOT_ARRAYS = {"params", "cfg", "p", "l", "trace", "grads", "self", "_"}
+CACHE_NAME = re.compile(r"^(c|cache|c_\w+|cache_\w+|\w+_cache)$")
+MONO, SANS = 13, 12
+CHAR_EM = 0.62
+BOX_H, GAP, FRAME_HEAD, FRAME_TAIL, LANE = 30, 36, 24, 18, 10
+
+
+@dataclass
+class Node:
+    key: int
+    kind: str                    # "input" | "call" | "add"
+    label: str                   # the callee's name, "+", or the input's name
+    callee: str = None           # qualname of the called function
+    function: str = ""           # the function whose statement this is
+    file: str = ""
+    line: int = 0
+    text: str = ""               # the statement's source
+    outputs: list = field(default_factory=list)   # names it binds, then aliases its caller gives
+    inputs: list = field(default_factory=list)    # (producer key, name read)
+    frame: tuple = None          # (id, header text) of the enclosing for/while loop
+    column: int = 0
+    href: str = None
+
+
+def _names_read(expr) -> list:
+    """Names an expression reads as values, in order (not a call's function, not `.shape` bases)."""
+    parents = {id(c): n for n in ast.walk(expr) for c in ast.iter_child_nodes(n)}
+    out = []
+    for n in ast.walk(expr):
+        if not isinstance(n, ast.Name) or not isinstance(n.ctx, ast.Load):
+            continue
+        parent = parents.get(id(n))
+        if isinstance(parent, ast.Call) and parent.func is n:
+            continue
+        if isinstance(parent, ast.Attribute) and parent.attr == "shape":
+            continue
+        if n.id not in out:
+            out.append(n.id)
+    return out
+
+
+def _is_array(name: str) -> bool:
+    return name not in NOT_ARRAYS and not CACHE_NAME.match(name)
+
+
+def _targets(stmt) -> list:
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) else []
+    out = []
+    for t in targets:
+        for n in (t.elts if isinstance(t, ast.Tuple) else [t]):
+            if isinstance(n, ast.Name) and _is_array(n.id):
+                out.append(n.id)
+    return out
+
+
+def dataflow(index, function: str, expand=()) -> list:
+    """The nodes of `function`'s data flow, in code order (see the module docstring)."""
+    nodes: list = []
+    expand = set(expand)
+    state = dict(column=0, expanded=0)
+    root_params = list(index.function(function).params)
+
+    def add(**kw):
+        node = Node(key=len(nodes), **kw)
+        nodes.append(node)
+        return node
+
+    def read(env, names, frame, fn):
+        out = []
+        for name in names:
+            if name in env:
+                out.append((env[name], name))
+            elif fn == function and name in root_params and _is_array(name):
+                env[name] = add(kind="input", label=name, outputs=[name], function=fn, column=state["column"]).key
+                out.append((env[name], name))
+        return out
+
+    def walk(fn: str, env: dict, outer_frame, depth: int):
+        """Adds fn's nodes; returns the key of the node that makes its (first) returned array."""
+        info = index.function(fn)
+        lines = index.files[info.file]
+        returned = None
+        for st in index.flow_steps(fn):
+            try:
+                stmt = ast.parse(textwrap.dedent(st.text)).body[0]
+            except SyntaxError:
+                continue
+            loops = [h for h in st.within if re.match(r"\s*(for|while)\b", lines[h - 1])]
+            frame = outer_frame or ((f"{info.file}:{loops[0]}", lines[loops[0] - 1].strip().rstrip(":"))
+                                    if loops else None)
+            if isinstance(stmt, ast.Return):
+                value = stmt.value.elts[0] if isinstance(stmt.value, ast.Tuple) and stmt.value.elts else stmt.value
+                if isinstance(value, ast.Name) and value.id in env:
+                    returned = env[value.id]
+                elif isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+                    node = add(kind="add", label="+", function=fn, file=info.file, line=st.line, text=st.text,
+                               inputs=read(env, _names_read(value), frame, fn), frame=frame, column=state["column"])
+                    returned = node.key
+                continue
+            outputs = _targets(stmt)
+            if not outputs:
+                continue
+            value = getattr(stmt, "value", None)
+            if st.kind == "call" and st.callee in expand:
+                call = value if isinstance(value, ast.Call) else None
+                if call is None:
+                    continue
+                if depth == 0:
+                    if state["expanded"]:
+                        state["column"] += 1
+                    state["expanded"] += 1
+                params = [p for p in index.function(st.callee).params if p != "self"]
+                inner = {}
+                for p, arg in list(zip(params, call.args)) + [(k.arg, k.value) for k in call.keywords]:
+                    if isinstance(arg, ast.Name):
+                        got = read(env, [arg.id], frame, fn)
+                        if got:
+                            inner[p] = got[0][0]
+                key = walk(st.callee, inner, frame, depth + 1)
+                if key is not None:
+                    for name in outputs[:1]:
+                        if name not in nodes[key].outputs:
+                            nodes[key].outputs.append(name)
+                        env[name] = key
+                continue
+            if st.kind == "call" and st.callee:
+                kind, label = "call", st.callee.split(".")[-1]
+            elif st.kind == "add":
+                kind, label = "add", "+"
+            else:
+                continue
+            node = add(kind=kind, label=label, callee=st.callee if kind == "call" else None, function=fn,
+                       file=info.file, line=st.line, text=st.text, outputs=list(outputs),
+                       inputs=read(env, _names_read(value), frame, fn) if value is not None else [],
+                       frame=frame, column=state["column"])
+            for name in outputs:
+                env[name] = node.key
+        return returned
+
+    last = walk(function, {}, None, 0)
+    if last is not None and not nodes[last].outputs:
+        nodes[last].outputs.append("returned")
+    return nodes
+
+
+# -- layout and SVG ------------------------------------------------------------------------
+def _w(text, size):
+    return len(text) * size * CHAR_EM
+
+
+def _esc(text):
+    return html.escape(str(text), quote=True)
+
+
+def _out_label(node):
+    return " → ".join(node.outputs)
+
+
+def render(nodes: list, title: str, column_titles=()) -> str:
+    """SVG of the nodes; hrefs must be set by the caller (None: the box is not a link)."""
+    columns = sorted({n.column for n in nodes})
+    by_col = {c: [n for n in nodes if n.column == c] for c in columns}
+    head = 22 if len(columns) > 1 else 0
+    pos = {}                                   # key -> (column, top y)
+    frames = {}                                # frame id -> [column, top, bottom, header]
+    col_height = {}
+    for c in columns:
+        y = 10 + head
+        prev = None
+        for n in by_col[c]:
+            if prev is not None:
+                y += BOX_H + GAP
+            if n.frame and (prev is None or prev.frame != n.frame):
+                y += FRAME_HEAD
+            if prev is not None and prev.frame and prev.frame != n.frame:
+                y += FRAME_TAIL
+            pos[n.key] = (c, y)
+            if n.frame:
+                f = frames.setdefault(n.frame[0], [c, y, y, n.frame[1]])
+                f[2] = y
+            prev = n
+        col_height[c] = y + BOX_H + 22 + (FRAME_TAIL if prev is not None and prev.frame else 0)
+
+    box_w = {c: max([_w(n.label, MONO) + 24 for n in by_col[c] if n.kind != "add"] + [120]) for c in columns}
+    # Lanes: an edge that does not go to the next node of its column runs down the right side.
+    edges = []
+    for n in nodes:
+        for src, name in n.inputs:
+            edges.append((src, n.key, name))
+    order = {c: [n.key for n in by_col[c]] for c in columns}
+    lanes = {c: [] for c in columns}           # per column: list of lanes, each a list of (y0, y1)
+    routed = []
+    for src, dst, name in edges:
+        cs, ys = pos[src]
+        cd, yd = pos[dst]
+        straight = cs == cd and order[cs].index(dst) == order[cs].index(src) + 1
+        lane = None
+        if not straight:
+            span = (min(ys, yd) - 4, max(ys, yd) + BOX_H + 4)
+            free = [k for k, used in enumerate(lanes[cs]) if all(span[1] < a or span[0] > b for a, b in used)]
+            lane = free[0] if free else len(lanes[cs])
+            if lane == len(lanes[cs]):
+                lanes[cs].append([])
+            lanes[cs][lane].append(span)
+        routed.append((src, dst, lane))
+
+    # Column x positions: the box, its frame header, its output labels, then its lanes.
+    x = 12.0
+    col_x, col_right = {}, {}
+    for c in columns:
+        col_x[c] = x
+        cx = x + box_w[c] / 2
+        right = x + box_w[c]
+        for n in by_col[c]:
+            right = max(right, cx + 6 + _w(_out_label(n), SANS) + 4 if n.kind != "input" else right)
+        for f in frames.values():
+            if f[0] == c:
+                right = max(right, cx + 8 + _w(f[3], SANS) + 8)
+        if len(columns) > 1 and c < len(column_titles):
+            right = max(right, x + _w(column_titles[c], SANS + 1))
+        col_right[c] = right + 8
+        x = col_right[c] + 12 + LANE * len(lanes[c]) + 18
+    width = x - 6
+    height = max(col_height.values()) + 8
+
+    def box(key):
+        """(left, top, width) of what is drawn: the column's box, a pill, or the add's circle."""
+        c, y = pos[key]
+        n, cx = nodes[key], col_x[c] + box_w[c] / 2
+        w = BOX_H if n.kind == "add" else _w(n.label, MONO) + 24 if n.kind == "input" else box_w[c]
+        return cx - w / 2, y, w
+
+    out = [f'<svg class="arch-svg" viewBox="0 0 {width:.0f} {height:.0f}" width="{width:.0f}" height="{height:.0f}" '
+           f'role="group" aria-label="{_esc(title)}" xmlns="http://www.w3.org/2000/svg"><title>{_esc(title)}</title>']
+    for c in columns:
+        if len(columns) > 1 and c < len(column_titles):
+            out.append(f'<text class="arch-col" x="{col_x[c]:.1f}" y="16">{_esc(column_titles[c])}</text>')
+    for fid, (c, y0, y1, header) in frames.items():
+        x0 = col_x[c] - 8
+        out.append(f'<rect class="arch-frame" x="{x0:.1f}" y="{y0 - FRAME_HEAD + 2:.1f}" width="{col_right[c] - x0:.1f}" '
+                   f'height="{y1 + BOX_H + 24 - (y0 - FRAME_HEAD + 2):.1f}" rx="6"/>'
+                   f'<text class="arch-loop" x="{col_x[c] + box_w[c] / 2 + 8:.1f}" y="{y0 - 8:.1f}">{_esc(header)}</text>')
+    for src, dst, lane in routed:
+        sx, sy, sw = box(src)
+        dx, dy, dw = box(dst)
+        cs, cd = pos[src][0], pos[dst][0]
+        if lane is None:
+            cx = sx + sw / 2
+            y_from = sy + BOX_H
+            out.append(f'<path class="arch-edge" d="M{cx:.1f} {y_from:.1f}V{dy - 1:.1f}"/>'
+                       f'<path class="arch-head" d="M{cx - 4:.1f} {dy - 7:.1f}L{cx:.1f} {dy - 1:.1f}L{cx + 4:.1f} {dy - 7:.1f}Z"/>')
+            continue
+        lx = col_right[cs] + 12 + LANE * lane
+        y_out, y_in = sy + BOX_H / 2 + 5, dy + BOX_H / 2 - 5
+        if cs == cd:
+            end = dx + dw + 1
+            head = f'M{end + 7:.1f} {y_in - 4:.1f}L{end:.1f} {y_in:.1f}L{end + 7:.1f} {y_in + 4:.1f}Z'
+        else:
+            end = dx - 1
+            head = f'M{end - 7:.1f} {y_in - 4:.1f}L{end:.1f} {y_in:.1f}L{end - 7:.1f} {y_in + 4:.1f}Z'
+        out.append(f'<path class="arch-edge" d="M{sx + sw:.1f} {y_out:.1f}H{lx:.1f}V{y_in:.1f}H{end:.1f}"/>'
+                   f'<path class="arch-head" d="{head}"/>')
+    for n in nodes:
+        x0, y0, w = box(n.key)
+        cx, w = x0 + w / 2, box_w[n.column]
+        tip = f"{n.file}:{n.line}  {' '.join(n.text.split())}" if n.line else f"input {n.label}"
+        inner = []
+        if n.kind == "add":
+            inner.append(f'<circle class="arch-add" cx="{cx:.1f}" cy="{y0 + BOX_H / 2:.1f}" r="{BOX_H / 2 - 1:.1f}"/>'
+                         f'<text class="arch-plus" x="{cx:.1f}" y="{y0 + BOX_H / 2 + 6:.1f}" text-anchor="middle">+</text>')
+        else:
+            cls = "arch-input" if n.kind == "input" else "arch-box"
+            bw = w if n.kind != "input" else _w(n.label, MONO) + 24
+            inner.append(f'<rect class="{cls}" x="{cx - bw / 2:.1f}" y="{y0}" width="{bw:.1f}" height="{BOX_H}" rx="{BOX_H / 2 if n.kind == "input" else 4}"/>'
+                         f'<text class="arch-label" x="{cx:.1f}" y="{y0 + BOX_H / 2 + 4.5:.1f}" text-anchor="middle">{_esc(n.label)}</text>')
+        body = f"<title>{_esc(tip)}</title>" + "".join(inner)
+        if n.href:
+            out.append(f'<a class="arch-node" href="{_esc(n.href)}">{body}</a>')
+        else:
+            out.append(f'<g class="arch-node">{body}</g>')
+        if n.kind != "input" and n.outputs:
+            out.append(f'<text class="arch-out" x="{cx + 6:.1f}" y="{y0 + BOX_H + 15:.1f}">{_esc(_out_label(n))}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def column_titles(index, function: str, expand=()) -> list:
+    """The names of the expanded calls at the top level of `function`: one column each."""
+    return [st.callee.split(".")[-1] for st in index.flow_steps(function) if st.kind == "call" and st.callee in set(expand)]
+
+
+def describe(nodes: list) -> list:
+    """The diagram as sentences, one per node, for the list beside it (its text alternative)."""
+    out = []
+    for n in nodes:
+        ins = ", ".join(dict.fromkeys(nm for _, nm in n.inputs))
+        if n.kind == "input":
+            out.append(dict(text=f"Input {n.label}.", href=None, where=None))
+            continue
+        what = "adds" if n.kind == "add" else f"{n.label} reads"
+        loop = f" (inside {n.frame[1]})" if n.frame else ""
+        out.append(dict(text=f"{what} {ins or 'no array'} and makes {_out_label(n)}{loop}",
+                        href=n.href, where=f"{n.file.split('/')[-1]}:{n.line}"))
+    return out
