@@ -135,6 +135,7 @@ def shared_page_key(root: Path, content, index, site_info, input_digests):
         [(rel, sha) for rel, sha in input_digests if not rel.startswith(own)], sorted((f, "\n".join(lines)) for f, lines in index.files.items()),
         [(slug, str(p.meta.get("title")), str(p.meta.get("summary")),
           [str(c.get("function")) + ":" + str(c.get("id")) for c in concepts(p)]) for slug, p in content.pages.items()],
+        sorted(declared_probes(content).items()),     # a page's probe gives shapes to other pages' functions
         site_info["commit"], repr(site_info["config"]))
 
 
@@ -178,6 +179,35 @@ def cached_shapes(root: Path, cfg, store):
     shapes = recorded(root, store, f"shape probes at vocab_size={cfg.vocab_size}", probe,
                       root / "site_builder" / "shapes.py")
     return shapes if shapes is not None else infer_shapes(vocab_size=cfg.vocab_size)
+
+
+def declared_probes(content):
+    """{qualname: {parameter: shape}} of every `probe:` a concept declares."""
+    return {str(c["function"]): {str(k): str(v) for k, v in c["probe"].items()}
+            for page in content.pages.values() for c in concepts(page) if isinstance(c.get("probe"), dict)}
+
+
+def with_declared_shapes(root: Path, cfg, store, shapes, content):
+    """The probe shapes plus those of the probes concepts declare (for functions no probe
+    entry point reaches), run in a child and cached on the declarations like the probes.
+    The probe entry points win where both reach a function."""
+    from site_builder.example_runner import recorded
+    from site_builder.shapes import ShapeTable, infer_declared
+    declared = declared_probes(content)
+    if not declared:
+        return shapes
+    key = digest(sorted(declared.items()))
+
+    def run():
+        return infer_declared(declared, cfg.vocab_size), True
+    found = recorded(root, store, f"declared shape probes {key} at vocab_size={cfg.vocab_size}", run,
+                     root / "site_builder" / "shapes.py")
+    table, errors = found if found is not None else infer_declared(declared, cfg.vocab_size)
+    merged = ShapeTable(shapes, failures=shapes.failures)
+    for qualname, infos in table.items():
+        merged.setdefault(qualname, infos)
+    merged.declared_errors = errors
+    return merged
 
 
 class Memos:
@@ -225,7 +255,7 @@ def gather(root: Path, problems: list, cache=None, jobs=1, memos=None, retrain=F
     cfg = default_config(root)
     from site_builder.example_runner import ExampleStore, run_examples
     store = ExampleStore(root, cache if cache is not None else BuildCache(None))
-    shapes = cached_shapes(root, cfg, store)
+    shapes = with_declared_shapes(root, cfg, store, cached_shapes(root, cfg, store), content)
     commit = git_commit(root)
     site_info = dict(repo_url=str(content.site.get("repo_url", "")).rstrip("/"),
                      branch=content.site.get("branch", "main"), commit=commit, config=cfg)

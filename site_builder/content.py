@@ -103,7 +103,7 @@ SCHEMA = {
     "page": ({"title", "sections"}, {"summary", "next_note"}, {"sections": "section"}),
     "concept": ({"id", "title", "function", "what", "why", "math"},
                 {"type", "name", "group", "notes", "symbols", "examples", "shapes", "listings",
-                 "paper", "used", "update", "after_math", "flow"},
+                 "paper", "used", "update", "after_math", "flow", "probe"},
                 {"notes": "note", "math": "math_item", "symbols": "symbol", "examples": "example",
                  "shapes": "shape", "listings": "listing", "paper": "paper"}),
     "caches": ({"type", "id", "title", "forward", "backward", "holds"}, {"intro", "after"}, {}),
@@ -112,8 +112,8 @@ SCHEMA = {
     "note": (set(), {"general", "measured"}, {}),
     "equation": ({"eq", "name", "tex"}, {"refs", "derived"}, {"refs": "ref"}),
     "prose": ({"text"}, set(), {}),
-    "ref": ({"role", "function", "snippet"}, set(), {}),
-    "symbol": ({"tex", "meaning", "code", "shape"}, set(), {}),
+    "ref": ({"role", "snippet"}, {"function"}, {}),             # function: the concept's
+    "symbol": ({"tex", "meaning", "shape"}, {"code"}, {}),      # code: the TeX's name, if a local
     "example": ({"title", "run"}, {"hand_picked", "caption", "timeout"}, {}),
     "shape": ({"title", "names"}, {"function", "at", "note"}, {}),
     "listing": ({"function"}, {"snippet", "caption"}, {}),
@@ -121,7 +121,7 @@ SCHEMA = {
 }
 ROLES = ("computes", "inline", "tests", "derived")
 # The type of every leaf value; anything not listed here is a string.
-LEAF_TYPES = {"derived": bool, "flow": bool, "names": "str-list", "nav": "str-list",
+LEAF_TYPES = {"derived": bool, "flow": bool, "probe": "str-map", "names": "str-list", "nav": "str-list",
               "holds": "str-map", "roles": "str-map", "papers": dict, "shape": "scalar",
               "section": "scalar", "equation": "scalar", "page": "scalar", "year": "scalar",
               "timeout": "seconds"}
