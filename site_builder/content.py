@@ -12,6 +12,7 @@ mean", a missing required key names the object that lacks it. Nothing is rendere
 """
 import os
 import pickle
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -306,6 +307,60 @@ def load_content(root: Path, problems: list) -> Content:
     return content
 
 
+# YAML's escapes that are also the start of a TeX command (\tanh, \beta, \frac, \alpha, \vec,
+# \rho, \epsilon, \nabla, \Phi, \xi, \underline, \Lambda, ...): in a double-quoted string
+# YAML turns them into a control character, or fails on them, before TeX sees the text.
+YAML_ESCAPES = set("tbfavrenNPxuLU0_ ")
+_MATH = re.compile(r"\$\$.+?\$\$|\$.+?\$", re.S)
+
+
+def tex_traps(text: str, file: str, offset: int = 0) -> list:
+    """A Problem for every YAML escape inside $...$ of a double-quoted string: the page would
+    show a tab and 'anh(u)' for "$\\tanh(u)$", with no error. Found on the YAML scanner's
+    tokens (so quotes inside single-quoted strings or | blocks are never taken for strings),
+    with the line of the backslash."""
+    if "\\" not in text or '"' not in text:
+        return []
+    out, tokens = [], []
+    try:
+        for tok in yaml.scan(text, Loader=yaml.SafeLoader):
+            tokens.append(tok)
+    except yaml.YAMLError as e:
+        # An escape YAML does not know (\\mu in "$\\mu$") stops the scanner: the token it stopped
+        # in is still on the line the error names.
+        mark = getattr(e, "problem_mark", None)
+        if mark is not None:
+            line_text = text.split("\n")[mark.line]
+            if _MATH.search(line_text) and "\\" in line_text:
+                out.append(Problem(file, mark.line + 1 + offset, "a backslash inside $...$ in a double-quoted "
+                                   "string is a YAML escape, not TeX",
+                                   "write the string in single quotes, or as a | block"))
+    for tok in tokens:
+        if not isinstance(tok, yaml.ScalarToken) or tok.style != '"':
+            continue
+        raw = text[tok.start_mark.index:tok.end_mark.index]
+        for m in _MATH.finditer(raw):
+            i = 0
+            body = m.group(0)
+            while True:
+                i = body.find("\\", i)
+                if i < 0:
+                    break
+                nxt = body[i + 1:i + 2]
+                if nxt == "\\":
+                    i += 2            # an escaped backslash: TeX gets one, as meant
+                    continue
+                if nxt in YAML_ESCAPES and nxt:
+                    at = tok.start_mark.index + m.start() + i
+                    word = re.match(r"\\[A-Za-z]*", body[i:]).group(0)
+                    out.append(Problem(file, text.count("\n", 0, at) + 1 + offset,
+                                       f"'{word}' inside $...$ in a double-quoted string is the YAML escape "
+                                       f"'\\{nxt}', not TeX: the page would show a control character",
+                                       "write the string in single quotes, or as a | block"))
+                i += 2
+    return sorted(out, key=lambda p: p.line)
+
+
 def load_page(path: Path, slug: str, problems: list):
     file = f"content/pages/{path.name}"
     text, err = read_text(path, file)
@@ -317,9 +372,12 @@ def load_page(path: Path, slug: str, problems: list):
         problems.append(err)
         return None
     front, body, body_line = parts
+    traps = tex_traps(front, file, offset=1)
+    problems.extend(traps)
     meta, err = parse_yaml(front, file, offset=1)
     if err:
-        problems.append(err)
+        if not any(t.line == err.line for t in traps):
+            problems.append(err)
         return None
     if not isinstance(meta, dict):
         problems.append(Problem(file, 2, "the front matter must be a mapping", "write 'title: ...' and 'sections:'"))
