@@ -140,6 +140,9 @@ def check_leaf(obj, key, file, problems):
           "str-list": lambda v: isinstance(v, list) and all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in v),
           "str-map": lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
           "seconds": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 3600}[want](value)
+    if ok and isinstance(value, str) and re.match(r"TODO\b", value.strip()):
+        problems.append(Problem(file, line, f"'{key}' is still TODO", f"write the {key} (new-concept left it for you)",
+                                strict=True))
     if not ok:
         described = {bool: "true or false", str: "non-empty text", dict: "a mapping", "scalar": "a number or text",
                      "str-list": "a list of names", "str-map": "a mapping of names to text",
