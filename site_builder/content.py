@@ -122,7 +122,7 @@ SCHEMA = {
 }
 ROLES = ("computes", "inline", "tests", "derived")
 # The type of every leaf value; anything not listed here is a string.
-LEAF_TYPES = {"derived": bool, "flow": bool, "probe": "str-map", "names": "str-list", "nav": "str-list",
+LEAF_TYPES = {"derived": bool, "flow": bool, "probe": "probe-map", "names": "str-list", "nav": "str-list",
               "holds": "str-map", "roles": "str-map", "papers": dict, "shape": "scalar",
               "section": "scalar", "equation": "scalar", "page": "scalar", "year": "scalar",
               "timeout": "seconds"}
@@ -139,6 +139,8 @@ def check_leaf(obj, key, file, problems):
           "scalar": lambda v: isinstance(v, (str, int, float)) and not isinstance(v, bool),
           "str-list": lambda v: isinstance(v, list) and all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in v),
           "str-map": lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+          "probe-map": lambda v: isinstance(v, dict) and all(isinstance(x, (str, int, float)) and not isinstance(x, bool)
+                                                             for x in v.values()),
           "seconds": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 3600}[want](value)
     if ok and isinstance(value, str) and re.match(r"TODO\b", value.strip()):
         problems.append(Problem(file, line, f"'{key}' is still TODO", f"write the {key} (new-concept left it for you)",
@@ -146,7 +148,8 @@ def check_leaf(obj, key, file, problems):
     if not ok:
         described = {bool: "true or false", str: "non-empty text", dict: "a mapping", "scalar": "a number or text",
                      "str-list": "a list of names", "str-map": "a mapping of names to text",
-                     "seconds": "a number of seconds above 0 and at most 3600"}[want]
+                     "seconds": "a number of seconds above 0 and at most 3600",
+                     "probe-map": "a mapping of parameter names to shapes ('(T, d)') or numbers"}[want]
         problems.append(Problem(file, line, f"'{key}' must be {described}, got {type(value).__name__}",
                                 "quote text that YAML would read as something else"))
 

@@ -599,7 +599,8 @@ def legend_text(infos: Iterable[ShapeInfo]) -> str:
 def declared_setup(fn, inputs: dict, vocab_size: int = 65) -> ProbeSetup:
     """The arguments for a probe a concept declares (``probe: {Z: '(T, F)'}``): each named
     parameter of ``fn`` gets an array of that shape (seeded normal draws) at the default and
-    at the probe sizes of the language model's symbols; an axis may also be a number. A
+    at the probe sizes of the language model's symbols; an axis may also be a number, and a
+    value that is not in brackets is passed as the number it is (``eps: 1e-5``). A
     parameter with a default may be left out; any other is a ProbeError naming it."""
     from model.config import ModelConfig
     _, at_default, at_probe, legend = probe_config(ModelConfig(vocab_size=vocab_size), LM_FIELDS)
@@ -617,6 +618,12 @@ def declared_setup(fn, inputs: dict, vocab_size: int = 65) -> ProbeSetup:
         rng = np.random.default_rng(0)
         out = {}
         for name, text in inputs.items():
+            if not str(text).strip().startswith("("):        # a number: passed as it is
+                try:
+                    out[name] = int(text) if re.fullmatch(r"-?\d+", str(text).strip()) else float(text)
+                except ValueError:
+                    raise ProbeError(f"{name!r}: {text!r} is neither a shape like '(T, d)' nor a number") from None
+                continue
             axes = []
             for axis in parse_shape(str(text)):
                 if axis.isdigit():
