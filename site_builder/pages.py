@@ -67,6 +67,20 @@ def tex_name(tex):
     return re.sub(r"[\s{}_^']", "", t)
 
 
+def unchecked_matters(declared, has_example):
+    """Is a declared shape that no probe checks worth a warning? A shape of numbers only
+    (`(1, 5)`) always: it is typed, and the site computes shapes. A shape of the probe's
+    symbols (`(T, d)`) unless an example of the concept runs the function (its tables show the
+    real arrays). Other letters (`(N,)`, `(B, T)`), `()` and `none` name sizes no probe has."""
+    from site_builder.shapes import PROBE_SIZES, parse_shape
+    if not declared.startswith("("):
+        return False
+    axes = parse_shape(declared)
+    if not axes or not all(a.isdigit() or a in PROBE_SIZES for a in axes):
+        return False
+    return all(a.isdigit() for a in axes) or not has_example
+
+
 def spoken_list(items):
     """[12] -> '12'; [12, 19] -> '12 and 19'; [1, 2, 3] -> '1, 2 and 3'."""
     items = [str(x) for x in items]
@@ -400,7 +414,8 @@ class PageBuilder:
                 self.probe_problem(unprobed, page.file, s.line_of("shape"),
                                    f"cannot check the declared shape {declared} of '{code}' in {c['function']}")
                 unprobed = None             # once per concept: every symbol has the same cause
-            elif info is None and declared.startswith("(") and code in locals_ and not failed_declared:
+            elif info is None and code in locals_ and not failed_declared and not fn_shapes \
+                    and unchecked_matters(declared, bool(c.get("examples"))):
                 self.problems.append(Problem(
                     page.file, s.line_of("shape"),
                     f"nothing checks the declared shape {declared} of '{code}': "

@@ -158,3 +158,11 @@ def test_a_shape_nothing_checks_names_the_fix(tmp_path):
                and "probe: {ids: '(T, d)'}" in m for m in shown), shown
     assert any("no shape recorded for 'ids' in model.data.train_val_split (names the probe saw: none)" in m
                and "probe:" in m for m in shown), shown
+
+
+def test_which_unchecked_shapes_are_reported():
+    from site_builder.pages import unchecked_matters
+    assert unchecked_matters("(1, 5)", has_example=True)            # typed numbers: always
+    assert unchecked_matters("(T, d)", has_example=False)
+    assert not unchecked_matters("(T, d)", has_example=True)        # the example shows the arrays
+    assert not any(unchecked_matters(s, False) for s in ("(N,)", "(B, T)", "()", "none", "scalar"))
