@@ -42,12 +42,19 @@ def fmt_number(x):
 
 
 def fmt_array(a):
-    """A value as the page prints it: 4 decimals, nested brackets like NumPy; a boolean array
-    (a mask) as True / False."""
+    """A value as the page prints it: 4 decimals, nested brackets like NumPy."""
     a = np.asarray(a)
     if a.ndim == 0:
-        return str(bool(a)) if a.dtype == bool else fmt_number(a)
+        return fmt_number(a)
     return "[" + ", ".join(fmt_array(x) for x in a) + "]"
+
+
+def fmt_plain(a):
+    """Like fmt_array, but a boolean array (a mask) as True / False: what steps_table prints."""
+    a = np.asarray(a)
+    if a.dtype != bool:
+        return fmt_array(a)
+    return str(bool(a)) if a.ndim == 0 else "[" + ", ".join(fmt_plain(x) for x in a) + "]"
 
 
 def config_label(cfg):
@@ -124,7 +131,7 @@ def steps_table(trace, rows):
         n = None if n == "return" else n
         line, code = code_line(trace, name, n)
         out.append(dict(label=label, name=name, line=line, code=code,
-                        value=fmt_array(value_at(trace, name, n))))
+                        value=fmt_plain(value_at(trace, name, n))))
     return dict(kind="steps", file=trace.file, function=trace.function, rows=out)
 
 
