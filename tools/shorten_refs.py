@@ -33,7 +33,7 @@ from site_builder.pages import split_top_level, tex_name  # noqa: E402
 from site_builder.resolve import ResolveError, resolve_snippet  # noqa: E402
 from site_builder.source_index import build_index  # noqa: E402
 
-SCALAR = r"""('(?:[^']|'')*'|"(?:[^"\\]|\\.)*"|[^,}\n#]+?)"""
+SCALAR = r"""('(?:[^']|'')*'|"(?:[^"\\]|\\.)*"|[^,}\n#'"][^,}\n#]*)"""
 
 
 def _scalar_value(text):
