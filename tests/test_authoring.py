@@ -166,3 +166,42 @@ def test_which_unchecked_shapes_are_reported():
     assert unchecked_matters("(T, d)", has_example=False)
     assert not unchecked_matters("(T, d)", has_example=True)        # the example shows the arrays
     assert not any(unchecked_matters(s, False) for s in ("(N,)", "(B, T)", "()", "none", "scalar"))
+
+
+SHORTEN_PAGE = """---
+title: Mini
+sections:
+  - id: mini-relu
+    title: ReLU
+    function: model.ops.relu_forward
+    what: w
+    why: w
+    math:
+      - eq: r
+        name: ReLU
+        tex: A = Z \\odot P
+        refs:
+          - {role: inline, function: model.ops.relu_forward, snippet: 'positive = Z > 0'}   # kept comment
+          - {role: inline, function: model.ops.relu_backward, snippet: 'return dA * positive'}
+    symbols:
+      - {tex: 'Z', meaning: In, code: Z, shape: '(T, F)'}
+      - {tex: 'P', meaning: Mask, code: positive, shape: '(T, F)'}
+---
+Intro.
+"""
+
+
+def test_shorten_refs_rewrites_only_what_defaults_give_back_and_is_idempotent(tmp_path):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("shorten_refs", ROOT / "tools" / "shorten_refs.py")
+    shorten_refs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shorten_refs)
+    root = mini_repo(tmp_path, SITE, SHORTEN_PAGE, {})
+    page = root / "content" / "pages" / "mini.md"
+    edits = shorten_refs.shorten(root)
+    assert len(edits) == 3, edits
+    text = page.read_text()
+    assert "- {role: inline, snippet: positive}   # kept comment" in text
+    assert "function: model.ops.relu_backward, snippet: 'return dA * positive'" in text    # another function
+    assert "{tex: 'Z', meaning: In, shape: '(T, F)'}" in text and "code: positive" in text
+    assert shorten_refs.shorten(root) == [] and page.read_text() == text
