@@ -122,7 +122,7 @@ def steps_table(trace, rows):
     value. A row may also be (label, name, n), to show `value_at(trace, name, n)` (the argument
     as passed for n = 0, the n-th change for code that works in place), or a row made by
     `step_row` (any step, any value text)."""
-    out = []
+    out, shapes = [], {}
     for row in rows:
         if isinstance(row, dict):
             out.append(row)
@@ -130,9 +130,11 @@ def steps_table(trace, rows):
         label, name, n = (tuple(row) + (None,))[:3]
         n = None if n == "return" else n
         line, code = code_line(trace, name, n)
-        out.append(dict(label=label, name=name, line=line, code=code,
-                        value=fmt_plain(value_at(trace, name, n))))
-    return dict(kind="steps", file=trace.file, function=trace.function, rows=out)
+        value = value_at(trace, name, n)
+        if isinstance(value, np.ndarray):
+            shapes[name] = tuple(int(x) for x in value.shape)     # the page checks declared shapes on it
+        out.append(dict(label=label, name=name, line=line, code=code, value=fmt_plain(value)))
+    return dict(kind="steps", file=trace.file, function=trace.function, rows=out, shapes=shapes)
 
 
 def step_row(step, label, value):

@@ -67,6 +67,18 @@ def tex_name(tex):
     return re.sub(r"[\s{}_^']", "", t)
 
 
+def check_traced(declared, shape):
+    """An example's trace runs at the example's own sizes, not the config's: it can tell a
+    declared shape's number of axes, and its numbers, not which symbol an axis is. None if
+    they agree, else what the trace shows."""
+    from site_builder.shapes import parse_shape
+    axes = parse_shape(declared)
+    if len(axes) != len(shape):
+        return f"the value has shape {tuple(shape)} ({len(shape)} axes)"
+    wrong = [(a, n) for a, n in zip(axes, shape) if a.isdigit() and int(a) != n]
+    return f"the value has shape {tuple(shape)}" if wrong else None
+
+
 def unchecked_matters(declared, has_example):
     """Is a declared shape that no probe checks worth a warning? A shape of numbers only
     (`(1, 5)`) always: it is typed, and the site computes shapes. A shape of the probe's
@@ -283,7 +295,8 @@ class PageBuilder:
     def concept(self, page, c):
         sid, fn = c["id"], c["function"]
         main = self.resolve(fn, None, page.file, c.line_of("function"))
-        symbols = self.symbols(page, c)          # before the equations: they mark these symbols
+        examples = self.examples(page, c)        # before the symbols: their traces give shapes
+        symbols = self.symbols(page, c, examples)  # before the equations: they mark these symbols
         eqs, rows, cited = [], [], {}
         for item in c.get("math") or []:
             if "eq" not in item:
@@ -324,7 +337,7 @@ class PageBuilder:
             notes=[dict(kind=k, html=self.r.md(v, page.file, n.line)) for n in c.get("notes") or [] for k, v in n.items()],
             math=eqs, after_math=self.md(c, "after_math"),
             symbols=symbols,
-            examples=self.examples(page, c),
+            examples=examples,
             shapes=self.shape_blocks(page, c),
             listing=self.r.listing(main.file, main.start, main.end, cited) if main else [],
             listing_info=dict(file=main.file, short=short_file(main.file), href=source_url(main.file) + f"#{line_anchor(main.start, main.end)}",
@@ -391,8 +404,14 @@ class PageBuilder:
         return (f"declare its inputs on the concept: probe: {{{first}: '(T, d)'}}, one entry per parameter "
                 f"without a default, axes T, d, F, V, h, dk, L or numbers; or write shape: none")
 
-    def symbols(self, page, c):
+    def symbols(self, page, c, examples=()):
         out = []
+        traced = {}              # shapes of the function's locals in its examples' traces
+        for e in examples:
+            for block in e["blocks"]:
+                if block.get("kind") == "steps" and block.get("function") == c["function"]:
+                    for name, shape in (block.get("shapes") or {}).items():
+                        traced.setdefault(name, tuple(shape))
         unprobed = self.failed_probe(c["function"]) if c.get("symbols") else None
         failed_declared = self.declared_probe_failed(page, c)
         fn_shapes = {} if unprobed else self.shapes.get(c["function"], {})
@@ -414,6 +433,12 @@ class PageBuilder:
                 self.probe_problem(unprobed, page.file, s.line_of("shape"),
                                    f"cannot check the declared shape {declared} of '{code}' in {c['function']}")
                 unprobed = None             # once per concept: every symbol has the same cause
+            elif info is None and not fn_shapes and code in traced and declared.startswith("("):
+                err = check_traced(declared, traced[code])
+                if err:
+                    self.problems.append(Problem(page.file, s.line_of("shape"),
+                                                 f"declared {declared} for '{code}', but {err} in the example's "
+                                                 f"trace of {c['function']}", "correct the declared shape"))
             elif info is None and code in locals_ and not failed_declared and not fn_shapes \
                     and unchecked_matters(declared, bool(c.get("examples"))):
                 self.problems.append(Problem(

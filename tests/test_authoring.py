@@ -205,3 +205,50 @@ def test_shorten_refs_rewrites_only_what_defaults_give_back_and_is_idempotent(tm
     assert "function: model.ops.relu_backward, snippet: 'return dA * positive'" in text    # another function
     assert "{tex: 'Z', meaning: In, shape: '(T, F)'}" in text and "code: positive" in text
     assert shorten_refs.shorten(root) == [] and page.read_text() == text
+
+
+TRACED_PAGE = """---
+title: Mini
+sections:
+  - id: mini-split
+    title: Split
+    function: model.data.train_val_split
+    what: w
+    why: w
+    math:
+      - eq: n
+        name: Held out
+        tex: n = N f
+        refs:
+          - {role: inline, snippet: n_val}
+    symbols:
+      - {tex: 'N', meaning: The ids, code: ids, shape: '(T, d)'}
+      - {tex: 'f', meaning: The fraction, code: val_fraction, shape: scalar}
+    examples:
+      - {title: Split, run: mini:split}
+---
+Intro.
+"""
+TRACED_EXAMPLE = '''import numpy as np
+from model.data import train_val_split
+from site_builder.examples import ExampleResult, steps_table
+from site_builder.trace import trace_locals
+
+
+def split():
+    t = trace_locals(train_val_split, np.arange(20), 0.25)
+    return ExampleResult([steps_table(t, [("ids", "ids")])], "hand-picked")
+'''
+
+
+def test_the_examples_trace_checks_a_declared_shape_no_probe_reaches(tmp_path):
+    from site_builder.build import check_pages
+    root = mini_repo(tmp_path, SITE, TRACED_PAGE, {"mini": TRACED_EXAMPLE})
+    failing, warnings, _ = check_pages(root, ["mini"], cache_dir=tmp_path / "cache", jobs=1)
+    shown = [str(p) for p in failing + warnings if p.file == "content/pages/mini.md"]
+    assert any("declared (T, d) for 'ids', but the value has shape (20,) (1 axes) in the example's trace" in m
+               for m in shown), shown
+    page = root / "content" / "pages" / "mini.md"
+    page.write_text(TRACED_PAGE.replace("code: ids, shape: '(T, d)'", "code: ids, shape: '(N,)'"))
+    failing, warnings, _ = check_pages(root, ["mini"], cache_dir=tmp_path / "cache", jobs=1)
+    assert not [p for p in failing + warnings if p.file == "content/pages/mini.md" and "'ids'" in p.message]
