@@ -325,8 +325,16 @@ def tex_traps(text: str, file: str, offset: int = 0) -> list:
     show a tab and 'anh(u)' for "$\\tanh(u)$", with no error. Found on the YAML scanner's
     tokens (so quotes inside single-quoted strings or | blocks are never taken for strings),
     with the line of the backslash."""
-    if "\\" not in text or '"' not in text:
+    if "\\" not in text or '"' not in text or "$" not in text:
         return []
+    key = digest("tex traps", text, file, offset)       # kept with the parsed YAML: scanning is slow
+    YAML_USED.add(key)
+    if key not in YAML_MEMO:
+        YAML_MEMO[key] = pickle.dumps(_tex_traps(text, file, offset), protocol=pickle.HIGHEST_PROTOCOL)
+    return pickle.loads(YAML_MEMO[key])
+
+
+def _tex_traps(text, file, offset):
     out, tokens = [], []
     try:
         for tok in yaml.scan(text, Loader=yaml.SafeLoader):
