@@ -4,6 +4,9 @@
   python build_site.py [--out DIR]          build into site/ (or DIR)
   python build_site.py check [--out DIR]    build strictly: every problem listed, exit 1 if any
   python build_site.py serve [--port N]     serve on 127.0.0.1 and rebuild on change
+  python build_site.py check --page SLUG    check only these pages (repeat --page); writes nothing
+  python build_site.py new-concept model.ops.gelu_forward --page model [--after model-relu]
+                                            write a concept section that needs only prose and TeX
 """
 import argparse
 import os
@@ -70,9 +73,45 @@ def _stop_on_interrupt(out):
         signal.signal(sig, stop)
 
 
+def new_concept_command(args):
+    if not args.function or len(args.page) != 1:
+        print("error: new-concept needs a function and one --page, e.g. new-concept model.ops.gelu_forward "
+              "--page model --after model-relu", file=sys.stderr)
+        return 2
+    from site_builder.scaffold import ScaffoldError, new_concept
+    try:
+        for line in new_concept(ROOT, args.function, args.page[0], args.after):
+            print(line)
+    except ScaffoldError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def check_pages_command(args):
+    """check --page: one page's problems, in seconds, without building the site."""
+    import time
+    t0 = time.perf_counter()
+    from site_builder.build import check_pages
+    failing, warnings, counts = check_pages(ROOT, list(dict.fromkeys(args.page)), args.cache_dir, args.jobs)
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    for p in failing:
+        print(p, file=sys.stderr)
+    if failing:
+        print(f"check failed: {len(failing)} problem(s) on {', '.join(args.page)}", file=sys.stderr)
+        return 1
+    print(f"checked {counts['pages']} page(s) ({', '.join(args.page)}): {counts['references']} references, "
+          f"{counts['examples']} examples, no problem, in {time.perf_counter() - t0:.2f} s (nothing written)")
+    return 0
+
+
 def main(argv=None):
     parser = _Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", nargs="?", default="build", choices=("build", "check", "serve"))
+    parser.add_argument("command", nargs="?", default="build", choices=("build", "check", "serve", "new-concept"))
+    parser.add_argument("function", nargs="?", help="new-concept: the function to document, e.g. model.ops.gelu_forward")
+    parser.add_argument("--page", action="append", default=[], help="new-concept: the page to add to; check: check only this page")
+    parser.add_argument("--after", help="new-concept: the section id to put the new section after (default: last)")
     parser.add_argument("--out", type=Path, default=ROOT / "site", help="output folder (default: site/)")
     parser.add_argument("--port", type=port_number, default=8000, help="port for serve (default 8000)")
     parser.add_argument("--host", default="127.0.0.1", help="address for serve (default 127.0.0.1)")
@@ -83,6 +122,12 @@ def main(argv=None):
     parser.add_argument("--retrain", action="store_true", help="train the runs the site shows again, and rerun the examples that read them")
     parser.add_argument("--cache-dir", type=Path, default=ROOT / ".build_cache", help="the build cache (default .build_cache/)")
     args = parser.parse_args(argv)
+    if args.command == "new-concept":
+        return new_concept_command(args)
+    if args.function:
+        parser.error(f"unexpected argument '{args.function}'")
+    if args.page and args.command != "check":
+        parser.error("--page is for check and new-concept")
     if args.command != "serve":      # serve stops its own way (site_builder/serve.py)
         _stop_on_interrupt(args.out)
 
@@ -103,6 +148,8 @@ def main(argv=None):
     if args.clean:
         import shutil
         shutil.rmtree(args.cache_dir, ignore_errors=True)     # check_cache_dir said it is a cache
+    if args.command == "check" and args.page:
+        return check_pages_command(args)
     if args.command == "serve":
         from site_builder.serve import serve
         return serve(ROOT, args.out, args.host, args.port, cache_dir=args.cache_dir)

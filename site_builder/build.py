@@ -158,6 +158,7 @@ def shared_page_key(root: Path, content, index, site_info, input_digests):
         [(rel, sha) for rel, sha in input_digests if not rel.startswith(own)], sorted((f, "\n".join(lines)) for f, lines in index.files.items()),
         [(slug, str(p.meta.get("title")), str(p.meta.get("summary")),
           [str(c.get("function")) + ":" + str(c.get("id")) for c in concepts(p)]) for slug, p in content.pages.items()],
+        sorted(declared_probes(content).items()),     # a page's probe gives shapes to other pages' functions
         site_info["commit"], repr(site_info["config"]))
 
 
@@ -201,6 +202,35 @@ def cached_shapes(root: Path, cfg, store):
     shapes = recorded(root, store, f"shape probes at vocab_size={cfg.vocab_size}", probe,
                       root / "site_builder" / "shapes.py")
     return shapes if shapes is not None else infer_shapes(vocab_size=cfg.vocab_size)
+
+
+def declared_probes(content):
+    """{qualname: {parameter: shape}} of every `probe:` a concept declares."""
+    return {str(c["function"]): {str(k): str(v) for k, v in c["probe"].items()}
+            for page in content.pages.values() for c in concepts(page) if isinstance(c.get("probe"), dict)}
+
+
+def with_declared_shapes(root: Path, cfg, store, shapes, content):
+    """The probe shapes plus those of the probes concepts declare (for functions no probe
+    entry point reaches), run in a child and cached on the declarations like the probes.
+    The probe entry points win where both reach a function."""
+    from site_builder.example_runner import recorded
+    from site_builder.shapes import ShapeTable, infer_declared
+    declared = declared_probes(content)
+    if not declared:
+        return shapes
+    key = digest(sorted(declared.items()))
+
+    def run():
+        return infer_declared(declared, cfg.vocab_size), True
+    found = recorded(root, store, f"declared shape probes {key} at vocab_size={cfg.vocab_size}", run,
+                     root / "site_builder" / "shapes.py")
+    table, errors = found if found is not None else infer_declared(declared, cfg.vocab_size)
+    merged = ShapeTable(shapes, failures=shapes.failures)
+    for qualname, infos in table.items():
+        merged.setdefault(qualname, infos)
+    merged.declared_errors = errors
+    return merged
 
 
 class Memos:
@@ -248,7 +278,7 @@ def gather(root: Path, problems: list, cache=None, jobs=1, memos=None, retrain=F
     cfg = default_config(root)
     from site_builder.example_runner import ExampleStore, run_examples
     store = ExampleStore(root, cache if cache is not None else BuildCache(None))
-    shapes = cached_shapes(root, cfg, store)
+    shapes = with_declared_shapes(root, cfg, store, cached_shapes(root, cfg, store), content)
     commit = git_commit(root)
     site_info = dict(repo_url=str(content.site.get("repo_url", "")).rstrip("/"),
                      branch=content.site.get("branch", "main"), commit=commit, config=cfg)
@@ -505,3 +535,54 @@ def stamp_inputs(root: Path, example_inputs):
         extra.update((rel, sha) for rel, sha in inputs.files if fingerprint.outside_input_dirs(rel))
         packages.update(inputs.packages)
     return extra, sorted(packages)
+
+
+def check_pages(root: Path, slugs, cache_dir=None, jobs=None):
+    """`check --page SLUG`: the strict check of some pages without building the site. Every
+    page is still loaded and validated (TeX traps, schema, ids), the shapes are probed, and
+    the listed pages are gathered in full (references, symbols, shapes, TeX, their examples),
+    but nothing is rendered to HTML or written, and links between pages are not checked.
+    The public functions of the modules these pages document must be named on some page.
+    Caches are read and written as by a build. Returns (problems that fail, warnings, counts)."""
+    problems = []
+    cache = BuildCache(Path(cache_dir or root / ".build_cache"))
+    training_run.configure(cache, False)
+    memos = Memos(cache)
+    content = load_content(root, problems)
+    unknown = [s for s in slugs if s not in content.pages]
+    if unknown:
+        problems.append(Problem("content/site.yaml", 1, f"no page '{unknown[0]}' to check",
+                                f"pages: {', '.join(content.pages)}"))
+    if any(not p.warning for p in problems):
+        return [p for p in problems if not p.warning], [p for p in problems if p.warning], {}
+    try:
+        index = reused_index(root)
+    except SourceError as e:
+        return [Problem(e.file, e.line, e.message, "fix the syntax error")], [], {}
+    cfg = default_config(root)
+    from site_builder.example_runner import ExampleStore, run_examples
+    store = ExampleStore(root, cache)
+    shapes = with_declared_shapes(root, cfg, store, cached_shapes(root, cfg, store), content)
+    site_info = dict(repo_url=str(content.site.get("repo_url", "")).rstrip("/"),
+                     branch=content.site.get("branch", "main"), commit=git_commit(root), config=cfg)
+    renderer = Renderer(root, index, problems, memos.code)
+    requests = example_requests(content, slugs)
+    outcomes = run_examples(root, requests, problems, store, jobs or os.cpu_count() or 1,
+                            shared=training_step(root, {r.ref for r in requests}))
+    builder = PageBuilder(root, content, index, renderer, shapes, problems, site_info, None, outcomes.results)
+    order = list(content.pages)
+    for slug in slugs:
+        builder.merge(builder.build_page(slug, order.index(slug), order))
+    documented = builder.model.documented | renderer.cited
+    page_text = "\n".join((root / p.file).read_text(encoding="utf-8") for p in content.pages.values())
+    files = {index.function(c["function"]).file for s in slugs for c in concepts(content.pages[s])
+             if c.get("function") in index.functions}
+    for qualname in index.public_functions("model"):
+        f = index.function(qualname)
+        if f.kind == "function" and f.file in files and qualname not in documented and qualname not in page_text:
+            problems.append(Problem(f.file, f.start, f"public function {qualname} is cited by no page",
+                                    "document it on a page, or make it private with a leading underscore", strict=True))
+    memos.save()
+    failing = [p for p in problems if not p.warning]
+    return failing, [p for p in problems if p.warning], dict(pages=len(slugs), references=len(builder.model.references),
+                                                            examples=len(requests))

@@ -12,6 +12,7 @@ mean", a missing required key names the object that lacks it. Nothing is rendere
 """
 import os
 import pickle
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -103,7 +104,7 @@ SCHEMA = {
     "page": ({"title", "sections"}, {"summary", "next_note"}, {"sections": "section"}),
     "concept": ({"id", "title", "function", "what", "why", "math"},
                 {"type", "name", "group", "notes", "symbols", "examples", "shapes", "listings",
-                 "paper", "used", "update", "after_math", "flow", "diagram"},
+                 "paper", "used", "update", "after_math", "flow", "diagram", "probe"},
                 {"notes": "note", "math": "math_item", "symbols": "symbol", "examples": "example",
                  "shapes": "shape", "listings": "listing", "paper": "paper", "diagram": "diagram"}),
     "caches": ({"type", "id", "title", "forward", "backward", "holds"}, {"intro", "after"}, {}),
@@ -112,8 +113,8 @@ SCHEMA = {
     "note": (set(), {"general", "measured"}, {}),
     "equation": ({"eq", "name", "tex"}, {"refs", "derived"}, {"refs": "ref"}),
     "prose": ({"text"}, set(), {}),
-    "ref": ({"role", "function", "snippet"}, set(), {}),
-    "symbol": ({"tex", "meaning", "code", "shape"}, set(), {}),
+    "ref": ({"role", "snippet"}, {"function"}, {}),             # function: the concept's
+    "symbol": ({"tex", "meaning", "shape"}, {"code"}, {}),      # code: the TeX's name, if a local
     "example": ({"title", "run"}, {"hand_picked", "caption", "timeout", "choices", "playable"}, {}),
     "shape": ({"title", "names"}, {"function", "at", "note", "config"}, {}),
     "listing": ({"function"}, {"snippet", "caption"}, {}),
@@ -122,8 +123,9 @@ SCHEMA = {
 }
 ROLES = ("computes", "inline", "tests", "derived")
 # The type of every leaf value; anything not listed here is a string.
-LEAF_TYPES = {"derived": bool, "flow": bool, "names": "str-list", "nav": "str-list", "expand": "str-list",
-              "holds": "str-map", "roles": "str-map", "sources": "str-map", "papers": dict, "shape": "scalar",
+LEAF_TYPES = {"derived": bool, "flow": bool, "probe": "probe-map", "names": "str-list", "nav": "str-list",
+              "expand": "str-list", "holds": "str-map", "roles": "str-map", "sources": "str-map", "papers": dict,
+              "shape": "scalar",
               "section": "scalar", "equation": "scalar", "page": "scalar", "year": "scalar",
               "timeout": "seconds", "choices": dict, "playable": dict}
 CONTAINERS = {"sections", "math", "refs", "symbols", "examples", "shapes", "listings", "notes", "paper", "diagram"}
@@ -139,11 +141,17 @@ def check_leaf(obj, key, file, problems):
           "scalar": lambda v: isinstance(v, (str, int, float)) and not isinstance(v, bool),
           "str-list": lambda v: isinstance(v, list) and all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in v),
           "str-map": lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+          "probe-map": lambda v: isinstance(v, dict) and all(isinstance(x, (str, int, float)) and not isinstance(x, bool)
+                                                             for x in v.values()),
           "seconds": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 3600}[want](value)
+    if ok and isinstance(value, str) and re.match(r"TODO\b", value.strip()):
+        problems.append(Problem(file, line, f"'{key}' is still TODO", f"write the {key} (new-concept left it for you)",
+                                strict=True))
     if not ok:
         described = {bool: "true or false", str: "non-empty text", dict: "a mapping", "scalar": "a number or text",
                      "str-list": "a list of names", "str-map": "a mapping of names to text",
-                     "seconds": "a number of seconds above 0 and at most 3600"}[want]
+                     "seconds": "a number of seconds above 0 and at most 3600",
+                     "probe-map": "a mapping of parameter names to shapes ('(T, d)') or numbers"}[want]
         problems.append(Problem(file, line, f"'{key}' must be {described}, got {type(value).__name__}",
                                 "quote text that YAML would read as something else"))
 
@@ -311,6 +319,68 @@ def load_content(root: Path, problems: list) -> Content:
     return content
 
 
+# YAML's escapes that are also the start of a TeX command (\tanh, \beta, \frac, \alpha, \vec,
+# \rho, \epsilon, \nabla, \Phi, \xi, \underline, \Lambda, ...): in a double-quoted string
+# YAML turns them into a control character, or fails on them, before TeX sees the text.
+YAML_ESCAPES = set("tbfavrenNPxuLU0_ ")
+_MATH = re.compile(r"\$\$.+?\$\$|\$.+?\$", re.S)
+
+
+def tex_traps(text: str, file: str, offset: int = 0) -> list:
+    """A Problem for every YAML escape inside $...$ of a double-quoted string: the page would
+    show a tab and 'anh(u)' for "$\\tanh(u)$", with no error. Found on the YAML scanner's
+    tokens (so quotes inside single-quoted strings or | blocks are never taken for strings),
+    with the line of the backslash."""
+    if "\\" not in text or '"' not in text or "$" not in text:
+        return []
+    key = digest("tex traps", text, file, offset)       # kept with the parsed YAML: scanning is slow
+    YAML_USED.add(key)
+    if key not in YAML_MEMO:
+        YAML_MEMO[key] = pickle.dumps(_tex_traps(text, file, offset), protocol=pickle.HIGHEST_PROTOCOL)
+    return pickle.loads(YAML_MEMO[key])
+
+
+def _tex_traps(text, file, offset):
+    out, tokens = [], []
+    try:
+        for tok in yaml.scan(text, Loader=yaml.SafeLoader):
+            tokens.append(tok)
+    except yaml.YAMLError as e:
+        # An escape YAML does not know (\\mu in "$\\mu$") stops the scanner: the token it stopped
+        # in is still on the line the error names.
+        mark = getattr(e, "problem_mark", None)
+        if mark is not None:
+            line_text = text.split("\n")[mark.line]
+            if _MATH.search(line_text) and "\\" in line_text:
+                out.append(Problem(file, mark.line + 1 + offset, "a backslash inside $...$ in a double-quoted "
+                                   "string is a YAML escape, not TeX",
+                                   "write the string in single quotes, or as a | block"))
+    for tok in tokens:
+        if not isinstance(tok, yaml.ScalarToken) or tok.style != '"':
+            continue
+        raw = text[tok.start_mark.index:tok.end_mark.index]
+        for m in _MATH.finditer(raw):
+            i = 0
+            body = m.group(0)
+            while True:
+                i = body.find("\\", i)
+                if i < 0:
+                    break
+                nxt = body[i + 1:i + 2]
+                if nxt == "\\":
+                    i += 2            # an escaped backslash: TeX gets one, as meant
+                    continue
+                if nxt in YAML_ESCAPES and nxt:
+                    at = tok.start_mark.index + m.start() + i
+                    word = re.match(r"\\[A-Za-z]*", body[i:]).group(0)
+                    out.append(Problem(file, text.count("\n", 0, at) + 1 + offset,
+                                       f"'{word}' inside $...$ in a double-quoted string is the YAML escape "
+                                       f"'\\{nxt}', not TeX: the page would show a control character",
+                                       "write the string in single quotes, or as a | block"))
+                i += 2
+    return sorted(out, key=lambda p: p.line)
+
+
 def load_page(path: Path, slug: str, problems: list):
     file = f"content/pages/{path.name}"
     text, err = read_text(path, file)
@@ -322,9 +392,12 @@ def load_page(path: Path, slug: str, problems: list):
         problems.append(err)
         return None
     front, body, body_line = parts
+    traps = tex_traps(front, file, offset=1)
+    problems.extend(traps)
     meta, err = parse_yaml(front, file, offset=1)
     if err:
-        problems.append(err)
+        if not any(t.line == err.line for t in traps):
+            problems.append(err)
         return None
     if not isinstance(meta, dict):
         problems.append(Problem(file, 2, "the front matter must be a mapping", "write 'title: ...' and 'sections:'"))

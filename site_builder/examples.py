@@ -49,6 +49,14 @@ def fmt_array(a):
     return "[" + ", ".join(fmt_array(x) for x in a) + "]"
 
 
+def fmt_plain(a):
+    """Like fmt_array, but a boolean array (a mask) as True / False: what steps_table prints."""
+    a = np.asarray(a)
+    if a.dtype != bool:
+        return fmt_array(a)
+    return str(bool(a)) if a.ndim == 0 else "[" + ", ".join(fmt_plain(x) for x in a) + "]"
+
+
 def config_label(cfg):
     fields = ", ".join(f"{k}={v}" for k, v in cfg.to_dict().items() if k != "dtype")
     return f"{type(cfg).__name__}({fields})"
@@ -77,12 +85,32 @@ def value_of(trace, name):
     raise KeyError(f"{trace.function} has no local named '{name}'")
 
 
-def code_line(trace, name):
-    """(line, code) of the statement that produced `name`; arguments point at the def line."""
+def nth_change(trace, name, n=1):
+    """The n-th step (1-based) that bound or changed `name`: for code that works in place
+    (`Xhat = np.multiply(Xc, s, out=Xc)` changes Xc; `S` of attention changes three times)."""
+    found = [s for s in trace.steps if name in s.changed]
+    if not 0 < n <= len(found):
+        raise KeyError(f"{trace.function} changes '{name}' {len(found)} time(s), not {n}")
+    return found[n - 1]
+
+
+def value_at(trace, name, n=None):
+    """`name`'s value: its final value (n None), as passed in (n = 0), or after the n-th line
+    that changed it; 'return' and 'return[i]' name the returned value."""
+    if n is None or name.startswith("return"):
+        return value_of(trace, name)
+    if n == 0:
+        return trace.arguments[name]
+    return nth_change(trace, name, n).locals[name]
+
+
+def code_line(trace, name, n=None):
+    """(line, code) of the statement that produced `name` (its n-th change, if n is given);
+    arguments (and n = 0) point at the def line."""
     if name.startswith("return"):
         last = trace.steps[-1]
         return last.line, last.code
-    step = step_of(trace, name)
+    step = step_of(trace, name) if n is None else (None if n == 0 else nth_change(trace, name, n))
     if step is None:                      # an argument: point at the def line
         lines, start = inspect.getsourcelines(resolve_qualname(trace.function))
         return start, lines[0].strip()
@@ -90,13 +118,29 @@ def code_line(trace, name):
 
 
 def steps_table(trace, rows):
-    """rows: (label, local name). One row per step, with the line that computed it."""
-    out = []
-    for label, name in rows:
-        line, code = code_line(trace, name)
-        out.append(dict(label=label, name=name, line=line, code=code,
-                        value=fmt_array(value_of(trace, name))))
-    return dict(kind="steps", file=trace.file, function=trace.function, rows=out)
+    """A step table: one row per (label, local name), with the line that computed it and its
+    value. A row may also be (label, name, n), to show `value_at(trace, name, n)` (the argument
+    as passed for n = 0, the n-th change for code that works in place), or a row made by
+    `step_row` (any step, any value text)."""
+    out, shapes = [], {}
+    for row in rows:
+        if isinstance(row, dict):
+            out.append(row)
+            continue
+        label, name, n = (tuple(row) + (None,))[:3]
+        n = None if n == "return" else n
+        line, code = code_line(trace, name, n)
+        value = value_at(trace, name, n)
+        if isinstance(value, np.ndarray):
+            shapes[name] = tuple(int(x) for x in value.shape)     # the page checks declared shapes on it
+        out.append(dict(label=label, name=name, line=line, code=code, value=fmt_plain(value)))
+    return dict(kind="steps", file=trace.file, function=trace.function, rows=out, shapes=shapes)
+
+
+def step_row(step, label, value):
+    """A steps_table row for one traced step (`for step in trace.steps`) and a value already
+    formatted (a row of a larger array, a sentence)."""
+    return dict(label=label, name="", line=step.line, code=step.code, value=value)
 
 
 def matrix(name, array, caption=""):

@@ -161,6 +161,7 @@ def render_tex(tex: str, display: bool, symbol_classes: bool = False) -> str:
     else:
         html = _render(tex, display, False)
     html = html.replace(' xmlns="http://www.w3.org/1998/Math/MathML"', "", 1)   # implied in HTML
+    html = space_operators(html)
     if display:
         html = f'<span class="katex-display">{html}</span>'
     MEMO[key] = html
@@ -172,6 +173,53 @@ SYMBOL_TARGET = re.compile(r'href="#sym-([0-9]+)"')
 # \mathbin{\href..{+}} comes out as <mo lspace=..><mo class=..>+</mo></mo>: one operator, spaced.
 NESTED_OPERATOR = re.compile(r'<mo((?: [a-z]+="[^"]*")*)><mo class="(sym-[0-9]+)">([^<]*)</mo></mo>')
 SYMBOL_HREF = re.compile(r"\\href\{#sym-[0-9]+\}")
+
+
+APPLY = "<mo>\u2061</mo>"          # KaTeX's "function application" after \tanh, \max, \operatorname
+SCRIPTS = ("<munder>", "<msub>", "<munderover>", "<msubsup>", "<msup>", "<mover>")
+THIN_SPACE = '<mspace width="0.1667em"></mspace>'
+_TAG = re.compile(r"<(/?)([a-z]+)[^>]*?(/?)>")
+
+
+def _element_end(html: str, start: int) -> int:
+    """The index just after the element that opens at `start`."""
+    depth = 0
+    for m in _TAG.finditer(html, start):
+        if m.group(3):
+            continue
+        depth += -1 if m.group(1) else 1
+        if depth == 0:
+            return m.end()
+    return len(html)
+
+
+def space_operators(html: str) -> str:
+    """TeX puts a thin space between an operator name and an argument that is not in
+    brackets (`\\tanh u`, `\\max_j z_{ij}`); MathML's function application character has none,
+    so the browser drew "tanhu" and "maxz". Insert the space where TeX has it: after the
+    operator (or after its limits), before anything that is not an operator, a bracket or
+    the end of a group."""
+    out, pos = [], 0
+    at = html.find(APPLY)
+    while at >= 0:
+        end = at + len(APPLY)
+        if html.startswith("</mrow>", end):
+            base = max(html.rfind("<mrow>", 0, at), html.rfind("<mrow class=", 0, at))
+            parent = next((t for t in SCRIPTS if html.endswith(t, 0, base)), None)
+            if parent:                                # \max_j: the name is the base of a script
+                end = _element_end(html, base - len(parent))
+            elif html.startswith("<mrow class=", base):   # a marked symbol's name
+                end = _element_end(html, base)
+            else:
+                end = -1
+        if end > 0 and html.startswith("<m", end) and not html.startswith(("<mo", "<mspace"), end) \
+                and end >= pos:
+            out.append(html[pos:end])
+            out.append(THIN_SPACE)
+            pos = end
+        at = html.find(APPLY, at + len(APPLY))
+    out.append(html[pos:])
+    return "".join(out)
 
 
 def _render(tex, display, symbol_classes):

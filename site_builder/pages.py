@@ -58,6 +58,56 @@ def split_top_level(tex):
     return [x.strip() for x in parts + [cur] if x.strip()]
 
 
+def tex_name(tex):
+    """The name a TeX symbol would have in code: `Z` -> Z, `X_n` / `X_{n}` -> Xn,
+    `\\mathrm{Ff}` -> Ff, `\\hat{x}` -> xhat, `\\mu` -> mu."""
+    t = re.sub(r"\\(hat|bar|tilde)\s*\{([^{}]*)\}", lambda m: m.group(2) + m.group(1), tex)
+    t = re.sub(r"\\(mathrm|operatorname|mathbf|mathit|text|boldsymbol)\s*\{([^{}]*)\}", r"\2", t)
+    t = re.sub(r"\\([A-Za-z]+)", r"\1", t)
+    return re.sub(r"[\s{}_^']", "", t)
+
+
+def check_traced(declared, shape):
+    """An example's trace runs at the example's own sizes, not the config's: it can tell a
+    declared shape's number of axes, and its numbers, not which symbol an axis is. None if
+    they agree, else what the trace shows."""
+    from site_builder.shapes import parse_shape
+    axes = parse_shape(declared)
+    if len(axes) != len(shape):
+        return f"the value has shape {tuple(shape)} ({len(shape)} axes)"
+    wrong = [(a, n) for a, n in zip(axes, shape) if a.isdigit() and int(a) != n]
+    return f"the value has shape {tuple(shape)}" if wrong else None
+
+
+def unchecked_matters(declared, has_example):
+    """Is a declared shape that no probe checks worth a warning? A shape of numbers only
+    (`(1, 5)`) always: it is typed, and the site computes shapes. A shape of the probe's
+    symbols (`(T, d)`) unless an example of the concept runs the function (its tables show the
+    real arrays). Other letters (`(N,)`, `(B, T)`), `()` and `none` name sizes no probe has."""
+    from site_builder.shapes import PROBE_SIZES, parse_shape
+    if not declared.startswith("("):
+        return False
+    axes = parse_shape(declared)
+    if not axes or not all(a.isdigit() or a in PROBE_SIZES for a in axes):
+        return False
+    return all(a.isdigit() for a in axes) or not has_example
+
+
+def spoken_list(items):
+    """[12] -> '12'; [12, 19] -> '12 and 19'; [1, 2, 3] -> '1, 2 and 3'."""
+    items = [str(x) for x in items]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def cite_authors(authors):
+    """'Vaswani, Shazeer, ...' -> 'Vaswani et al.'; 'Hendrycks and Gimpel' or 'Hendrycks,
+    Gimpel' -> 'Hendrycks and Gimpel'; one author stays one. Surnames as written."""
+    names = [n.strip() for part in authors.split(",") for n in part.split(" and ") if n.strip()]
+    if any(n in ("...", "et al.", "et al") for n in names) or len(names) > 2:
+        return f"{names[0]} et al."
+    return " and ".join(names)
+
+
 def function_pages(content):
     """qualname -> (page slug, section id) for every concept's main function."""
     out = {}
@@ -181,6 +231,17 @@ class PageBuilder:
                 return f
         return None
 
+    def declared_probe_failed(self, page, c):
+        """Report (once per build) a `probe:` declared on c that could not run; True if it failed."""
+        error = (getattr(self.shapes, "declared_errors", None) or {}).get(c["function"])
+        if error and "probe" in c:
+            if c["function"] not in getattr(self, "_declared_reported", set()):
+                self._declared_reported = getattr(self, "_declared_reported", set()) | {c["function"]}
+                self.problems.append(Problem(page.file, c.line_of("probe"), f"the probe declared for {c['function']} "
+                                             f"could not run: {error}", "correct the declared input shapes"))
+            return True
+        return False
+
     def probe_problem(self, failure, file, line, what):
         """`what` could not be done because a shape probe raised: one problem at file:line that
         names the probe, the error and the model line that raised."""
@@ -303,7 +364,8 @@ class PageBuilder:
         main = self.resolve(fn, None, page.file, c.line_of("function"))
         if main:
             self.cite("concept", main, c["id"])
-        symbols = self.symbols(page, c)          # before the equations: they mark these symbols
+        examples = self.examples(page, c)        # before the symbols: their traces give shapes
+        symbols = self.symbols(page, c, examples)  # before the equations: they mark these symbols
         eqs, rows, cited = [], [], {}
         for item in c.get("math") or []:
             if "eq" not in item:
@@ -312,11 +374,12 @@ class PageBuilder:
             anchor = f"{sid}--{item['eq']}"
             refs = []
             for ref in item.get("refs") or []:
-                r = self.resolve(ref["function"], ref["snippet"], page.file, ref.line)
+                ref_fn = str(ref.get("function", fn))       # default: the concept's own function
+                r = self.resolve(ref_fn, ref["snippet"], page.file, ref.line)
                 if not r:
                     continue
                 refs.append(dict(role=ref["role"], file=r.file, start=r.start, end=r.end, code=r.code,
-                                 function=ref["function"], href=source_url(r.file) + f"#{line_anchor(r.start, r.end)}",
+                                 function=ref_fn, href=source_url(r.file) + f"#{line_anchor(r.start, r.end)}",
                                  github=self.github(r.file, r.start, r.end)))
                 self.cite(ref["role"], r, sid, item["eq"])
                 for n in range(r.start, r.end + 1):
@@ -342,7 +405,7 @@ class PageBuilder:
             notes=[dict(kind=k, html=self.r.md(v, page.file, n.line)) for n in c.get("notes") or [] for k, v in n.items()],
             math=eqs, after_math=self.md(c, "after_math"),
             symbols=symbols,
-            examples=self.examples(page, c),
+            examples=examples,
             shapes=self.shape_blocks(page, c),
             listing=self.r.listing(main.file, main.start, main.end, cited) if main else [],
             listing_info=dict(file=main.file, short=short_file(main.file), href=source_url(main.file) + f"#{line_anchor(main.start, main.end)}",
@@ -380,14 +443,53 @@ class PageBuilder:
             return "Missing"
         return "Implemented, tested" if self.index.tested_by(fn) else "Implemented, no test reaches it"
 
-    def symbols(self, page, c):
+    def local_names(self, qualname):
+        try:
+            return self.index.local_names(qualname)
+        except KeyError:
+            return []
+
+    def symbol_code(self, page, c, s, parts, locals_):
+        """A symbol row's `code`: as written, or the name its TeX uses when that is a local of
+        the concept's function (`Z` -> Z, `X_n` -> Xn, `\\hat{x}` -> xhat)."""
+        if "code" in s:
+            return str(s["code"])
+        names = [tex_name(p) for p in parts]
+        if names and all(n in locals_ for n in names):
+            return ", ".join(names)
+        missing = next(n for n in names if n not in locals_) if names else str(s["tex"])
+        self.problems.append(Problem(page.file, s.line, f"symbol '{s['tex']}' has no 'code:', and '{missing}' "
+                                     f"is not a local of {c['function']}",
+                                     f"add code: NAME (its locals: {', '.join(locals_) or 'none'})"))
+        return ""
+
+    def probe_fix(self, c):
+        """How to give shapes to a function no probe run reaches."""
+        try:
+            params = [p for p in self.index.function(c["function"]).params if p != "self"]
+        except KeyError:
+            params = []
+        first = params[0] if params else "x"
+        return (f"declare its inputs on the concept: probe: {{{first}: '(T, d)'}}, one entry per parameter "
+                f"without a default, axes T, d, F, V, h, dk, L or numbers; or write shape: none")
+
+    def symbols(self, page, c, examples=()):
         out = []
+        traced = {}              # shapes of the function's locals in its examples' traces
+        for e in examples:
+            for block in e["blocks"]:
+                if block.get("kind") == "steps" and block.get("function") == c["function"]:
+                    for name, shape in (block.get("shapes") or {}).items():
+                        traced.setdefault(name, tuple(shape))
         unprobed = self.failed_probe(c["function"]) if c.get("symbols") else None
+        failed_declared = self.declared_probe_failed(page, c)
         fn_shapes = {} if unprobed else self.shapes.get(c["function"], {})
         math = [tex_tokens(str(i["tex"])) for i in c.get("math") or [] if "eq" in i]
         dims = " ".join(str(s["shape"]) for s in c.get("symbols") or [])
+        locals_ = self.local_names(c["function"])
         for s in c.get("symbols") or []:
             parts = [x for x in split_top_level(str(s["tex"]))]
+            code = self.symbol_code(page, c, s, parts, locals_)
             unused = [x for x in parts if not any(contains(eq, tex_tokens(x)) for eq in math)
                       and not re.search(rf"(?<![\\\w]){re.escape(x.strip())}(?!\w)", dims)]
             if unused:
@@ -395,11 +497,26 @@ class PageBuilder:
                                              f"symbol '{unused[0].strip()}' is declared but no equation of '{c['id']}' uses it",
                                              "use it in an equation, correct its TeX, or remove the row"))
             declared = str(s["shape"])
-            info = fn_shapes.get(str(s["code"]))
+            info = fn_shapes.get(code)
             if unprobed and declared.startswith("("):
                 self.probe_problem(unprobed, page.file, s.line_of("shape"),
-                                   f"cannot check the declared shape {declared} of '{s['code']}' in {c['function']}")
+                                   f"cannot check the declared shape {declared} of '{code}' in {c['function']}")
                 unprobed = None             # once per concept: every symbol has the same cause
+            elif info is None and not fn_shapes and code in traced and declared.startswith("("):
+                err = check_traced(declared, traced[code])
+                if err:
+                    self.problems.append(Problem(page.file, s.line_of("shape"),
+                                                 f"declared {declared} for '{code}', but {err} in the example's "
+                                                 f"trace of {c['function']}", "correct the declared shape"))
+            elif info is None and code in locals_ and not failed_declared and not fn_shapes \
+                    and unchecked_matters(declared, bool(c.get("examples"))):
+                self.problems.append(Problem(
+                    page.file, s.line_of("shape"),
+                    f"nothing checks the declared shape {declared} of '{code}': "
+                    + (f"the probe runs record no array '{code}' in {c['function']}" if fn_shapes
+                       else f"no probe run reaches {c['function']}"),
+                    "correct the code name, or write shape: none" if fn_shapes else self.probe_fix(c),
+                    warning=True))
             if info is not None and declared.startswith("("):
                 from site_builder.shapes import check_declared
                 err = check_declared(declared, info)
@@ -408,9 +525,9 @@ class PageBuilder:
                                                  "correct the declared shape"))
             out.append(dict(tex=self.r.tex(str(s["tex"]), False, page.file, s.line_of("tex")),
                             meaning=self.r.md(s["meaning"], page.file, s.line_of("meaning"), inline=True),
-                            code=str(s["code"]), shape=declared,
+                            code=code, shape=declared,
                             checked=info is not None and declared.startswith("("),
-                            n=len(out), tex_src=str(s["tex"]), **code_links(str(s["code"]))))
+                            n=len(out), tex_src=str(s["tex"]), **code_links(code)))
         return out
 
     def examples(self, page, c):
@@ -467,9 +584,12 @@ class PageBuilder:
                 if info is None and failed:
                     continue
                 if info is None:
+                    saw = ", ".join(sorted(infos))
                     self.problems.append(Problem(page.file, s.line_of("names"),
-                                                 f"no shape recorded for '{name}' in {fn}",
-                                                 f"names the probe saw: {', '.join(sorted(infos)) or 'none'}"))
+                                                 f"no shape recorded for '{name}' in {fn} "
+                                                 f"(names the probe saw: {saw or 'none'})",
+                                                 f"use one of those names" if saw else
+                                                 self.probe_fix(dict(function=fn))))
                     continue
                 label = "out" if str(name).startswith("return") else str(name)
                 if sizes is not None:
@@ -534,12 +654,15 @@ class PageBuilder:
             self.index.function(fn)
         except KeyError:
             return None
+        grouped = {}                    # one entry per calling function, with all its lines
         for caller, line in self.index.called_by(fn):
+            grouped.setdefault(caller, []).append(line)
             self.cite_function("called-by", caller, concept, line, calls=fn)
         for link in self.index.tested_by(fn):       # the page names the direct tests; the others by file
             if link.direct:
                 self.cite_function("tested-by", link.test, concept, tests=fn)
-        called_by = [dict(line=line, **self.fn_link(caller)) for caller, line in self.index.called_by(fn)]
+        called_by = [dict(lines=lines, lines_text=spoken_list(lines), **self.fn_link(caller))
+                     for caller, lines in grouped.items()]
         calls = [self.fn_link(q) for q in self.index.calls(fn)]
         direct, routes = [], {}
         for link in self.index.tested_by(fn):
@@ -629,11 +752,11 @@ class PageBuilder:
             self.problems.append(Problem(page.file, p.line_of("key"), f"unknown paper '{p['key']}'",
                                          f"add it under 'papers' in content/site.yaml; known: {', '.join(papers)}"))
             return None
-        first_author = str(entry["authors"]).split(",")[0].split(" and ")[0].strip()
+        cite = cite_authors(str(entry["authors"]))
         where = ", ".join(x for x in (f"Section {p['section']}" if p.get("section") else "",
                                        f"Eq. {p['equation']}" if p.get("equation") else "",
                                        f"p. {p['page']}" if p.get("page") else "") if x)
-        return dict(cite=f"{first_author} et al. {entry['year']}", title=entry["title"], url=entry.get("url"), where=where)
+        return dict(cite=f"{cite} {entry['year']}", title=entry["title"], url=entry.get("url"), where=where)
 
     # -- special sections -----------------------------------------------------------------
     def caches(self, page, s):

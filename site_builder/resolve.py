@@ -20,6 +20,10 @@ Trade-offs, and why:
   match is precisely how documentation drifts from code.
 - **Multi-line snippets** (lines separated by `\\n`) match consecutive source lines, each
   snippet line contained in its source line; blank snippet lines at either end are ignored.
+- **A bare local name is the line that assigns it.** `snippet: positive` cites
+  `positive = Z > 0` (the whole statement, if it spans lines): the shortest reference that
+  cannot drift. A name assigned on several lines is an error naming them; a name the
+  function does not assign (`softmax_forward`) is matched as text, as before.
 - **The code shown is the file's own text** (`Resolved.code`: the lines joined by `\\n`,
   indentation kept), so a page quotes exactly what the repository has at the built commit.
 """
@@ -119,6 +123,16 @@ def _hint(index: SourceIndex, qualname: str, f, wanted: list) -> str:
 def resolve_snippet(index: SourceIndex, qualname: str, snippet: str) -> Resolved:
     """The one place inside `qualname` whose lines contain `snippet` (whitespace collapsed)."""
     f = _lookup(index, qualname)
+    name = str(snippet).strip()
+    if name.isidentifier() and hasattr(index, "assignments"):
+        places = index.assignments(f.qualname).get(name, [])
+        if len(places) > 1:
+            raise ResolveError(f"'{name}' is assigned on {len(places)} lines of {qualname} "
+                               f"(lines {', '.join(str(a) for a, _ in places)}); quote text of the line you mean")
+        if places:
+            start, end = places[0]
+            lines = index.files[f.file]
+            return Resolved(f.file, start, end, "\n".join(lines[start - 1:end]), qualname)
     wanted = _snippet_lines(snippet)
     if not wanted:
         raise ResolveError(f"empty snippet for {qualname}; give text from one of its lines, "

@@ -629,3 +629,72 @@ def at_config(info: ShapeInfo, sizes: dict[str, tuple[str, int]]):
         axes.append(eval(expr, {"__builtins__": {}}, {}))     # digits and + - * // only, checked above
         legend += [(n, sizes[n][0], sizes[n][1]) for n in names]
     return "(" + ", ".join(map(str, axes)) + ("," if len(axes) == 1 else "") + ")", tuple(legend)
+
+
+# ------------------------------------------------------- probes declared on a concept
+
+def declared_setup(fn, inputs: dict, vocab_size: int = 65) -> ProbeSetup:
+    """The arguments for a probe a concept declares (``probe: {Z: '(T, F)'}``): each named
+    parameter of ``fn`` gets an array of that shape (seeded normal draws) at the default and
+    at the probe sizes of the language model's symbols; an axis may also be a number, and a
+    value that is not in brackets is passed as the number it is (``eps: 1e-5``). A
+    parameter with a default may be left out; any other is a ProbeError naming it."""
+    from model.config import ModelConfig
+    _, at_default, at_probe, legend = probe_config(ModelConfig(vocab_size=vocab_size), LM_FIELDS)
+    params = inspect.signature(fn).parameters
+    for name in inputs:
+        if name not in params:
+            raise ProbeError(f"{fn.__qualname__} has no parameter {name!r} (its parameters: {', '.join(params)})")
+    missing = [p.name for p in params.values() if p.name not in inputs and p.default is inspect.Parameter.empty
+               and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    if missing:
+        raise ProbeError(f"the probe gives no {', '.join(repr(m) for m in missing)}: declare a shape for every "
+                         f"parameter of {fn.__qualname__} that has no default")
+
+    def args(sizes):
+        rng = np.random.default_rng(0)
+        out = {}
+        for name, text in inputs.items():
+            if not str(text).strip().startswith("("):        # a number: passed as it is
+                try:
+                    out[name] = int(text) if re.fullmatch(r"-?\d+", str(text).strip()) else float(text)
+                except ValueError:
+                    raise ProbeError(f"{name!r}: {text!r} is neither a shape like '(T, d)' nor a number") from None
+                continue
+            axes = []
+            for axis in parse_shape(str(text)):
+                if axis.isdigit():
+                    axes.append(int(axis))
+                elif axis in sizes:
+                    axes.append(int(sizes[axis]))
+                else:
+                    raise ProbeError(f"unknown axis {axis!r} in the shape {text!r} of {name!r}; "
+                                     f"use a number or one of {', '.join(sizes)}")
+            out[name] = rng.standard_normal(tuple(axes))
+        return out
+    return ProbeSetup((), (), at_default, at_probe, legend, args(at_default), args(at_probe))
+
+
+def infer_declared(declared: dict, vocab_size: int = 65) -> tuple[dict, dict]:
+    """Shapes from the probes concepts declare: ``declared`` is {qualname: {param: shape}}.
+    Returns ({qualname: {name: ShapeInfo}} for every function those calls reach,
+    {qualname: error} for each declared probe that could not run)."""
+    table, errors = {}, {}
+    for qualname, inputs in sorted(declared.items()):
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                entry = resolve_qualname(qualname)
+                setup = declared_setup(entry, inputs, vocab_size)
+                scope = qualname.split(".")[0]
+                default_run = _run_once(entry, scope, (), setup.default_kwargs)
+                probe_run = _run_once(entry, scope, (), setup.probe_kwargs)
+        except Exception as e:
+            cause = e.__cause__ if e.__cause__ is not None and not isinstance(e, ProbeError) else e
+            where = raising_location(e) or raising_location(cause)
+            at = f" at {where[0]}:{where[1]}" if where and where[0].startswith("model/") else ""
+            errors[qualname] = " ".join(f"{type(cause).__name__}: {cause}{at}".split())
+            continue
+        for q, infos in _infer(f"declared on {qualname}", setup, default_run, probe_run).items():
+            table.setdefault(q, infos)
+    return table, errors

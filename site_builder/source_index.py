@@ -489,6 +489,28 @@ class SourceIndex:
         msg = f"no function {qualname}"
         return msg + f"; did you mean {' or '.join(sugg)}?" if sugg else msg
 
+    def assignments(self, qualname: str) -> dict:
+        """{local name: [(first line, last line), ...]} of every statement of `qualname` that
+        binds it (`=`, `+=`, annotated, a `for` target), in code order; nested functions are
+        not looked into. A reference may cite a local by its name: this is its line."""
+        fn = self._fns[self.function(qualname).qualname]
+        out = {}
+        for stmt, _ in _simple_statements(_body_without_docstring(fn.node)):
+            for t in _stmt_targets(stmt):
+                if isinstance(t, ast.Name):
+                    out.setdefault(t.id, []).append((stmt.lineno, stmt.end_lineno))
+        for node in _walk_scope(fn.node, into_nested=False):      # for loops, with ... as x
+            if isinstance(node, (ast.For, ast.AsyncFor)):
+                for t in _flat_targets([node.target]):
+                    if isinstance(t, ast.Name):
+                        out.setdefault(t.id, []).append((node.lineno, node.lineno))
+        return out
+
+    def local_names(self, qualname: str) -> list:
+        """The parameters and every name a statement of `qualname` binds, in order."""
+        f = self.function(qualname)
+        return list(dict.fromkeys(list(f.params) + list(self.assignments(qualname))))
+
     # -- calls ---------------------------------------------------------------------------
     def called_by(self, qualname: str) -> list:
         """Direct callers: [CallerRef(caller, line)], sorted by caller then line."""

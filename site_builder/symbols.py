@@ -212,6 +212,7 @@ def wrap_symbols(tex: str, symbols) -> str:
     _find(tex, tokenize(tex), pats, wraps)
     out, pos = [], 0
     for start, end, n in sorted(wraps):
+        end = _name_end(tex, start, end)
         out.append(tex[pos:start])
         out.append(_atom(tex[start:end], f"\\htmlClass{{sym-{n}}}{{{tex[start:end]}}}"))
         pos = end
@@ -225,6 +226,22 @@ OPERATOR = {"\\operatorname", "\\sum", "\\prod", "\\log", "\\exp", "\\max", "\\m
             "\\arg", "\\det", "\\operatorname*"}
 
 
+def _name_end(tex: str, start: int, end: int) -> int:
+    """A symbol that applies an operator (`\\operatorname{GELU}(x)`, `\\max_j z`) is marked on
+    the operator's name only: its argument stays outside the mark, set as math (inside the
+    mark, KaTeX made the whole of it one upright operator)."""
+    solid = _solid(tokenize(tex, start, end))
+    if not solid or solid[0].text not in OPERATOR:
+        return end
+    i = 1
+    if solid[0].text in ("\\operatorname", "\\operatorname*") and len(solid) > 1 and solid[1].kind == "group":
+        i = 2
+    while i + 1 < len(solid) and solid[i].text in ("_", "^"):      # `\\operatorname{LN}_1` is a name
+        i += 2
+    name_end = solid[i - 1].end
+    return name_end if tex[name_end:end].strip() else end
+
+
 def _atom(source: str, wrapped: str) -> str:
     """Give the wrapped symbol the math class its source had, so TeX spaces it the same:
     \\htmlClass alone makes an atom with no class, and KaTeX would drop the space around `=`."""
@@ -233,9 +250,7 @@ def _atom(source: str, wrapped: str) -> str:
         return f"\\mathbin{{{wrapped}}}"
     if source.strip() in RELATION:
         return f"\\mathrel{{{wrapped}}}"
-    if first in OPERATOR:
-        return f"\\mathop{{{wrapped}}}"
-    return f"{{{wrapped}}}"
+    return f"{{{wrapped}}}"       # an operator name keeps its own spacing (mathrender.space_operators)
 
 
 # -- code names -------------------------------------------------------------------------------

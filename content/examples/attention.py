@@ -1,7 +1,6 @@
 """Examples for the Attention page. Each returns an ExampleResult built from real calls of
 model.attention (and model.ops.softmax_forward / softmax_backward); the heatmaps read the
 cached training run of site_builder.training_run."""
-import inspect
 
 import numpy as np
 
@@ -12,9 +11,9 @@ from model.gradcheck import numerical_grad
 from model.ops import softmax_forward, softmax_backward
 from model.transformer import init_params, forward
 from site_builder.examples import (ExampleResult, gradcheck_table, table, figure, matrix, fmt_number, fmt_array,
-                                   config_label, stepper)
+                                   config_label, stepper, nth_change, steps_table)
 from site_builder.plots import heatmap
-from site_builder.trace import trace_locals, trace_calls, resolve_qualname
+from site_builder.trace import trace_locals, trace_calls
 from site_builder.training_run import corpus_window
 
 SEED = 0
@@ -46,29 +45,6 @@ def zero_grads(params):
 
 
 # ------------------------------------------------------------------ helpers
-
-def nth_change(trace, name, n=1):
-    """The n-th step (1-based) that bound or changed `name` (S is changed in place twice)."""
-    return [s for s in trace.steps if name in s.changed][n - 1]
-
-
-def steps_block(trace, rows):
-    """A step table whose rows name WHICH change of a local they show: (label, name, n), with n = 0
-    for an argument and 'return' for the returned value."""
-    out = []
-    for label, name, n in rows:
-        if n == 0:
-            lines, start = inspect.getsourcelines(resolve_qualname(trace.function))
-            line, code, value = start, lines[0].strip(), trace.arguments[name]
-        elif n == "return":
-            last = trace.steps[-1]
-            line, code, value = last.line, last.code, trace.result if name == "return" else trace.result[int(name[7:-1])]
-        else:
-            step = nth_change(trace, name, n)
-            line, code, value = step.line, step.code, step.locals[name]
-        out.append(dict(label=label, name=name, line=line, code=code, value=fmt_array(value)))
-    return dict(kind="steps", file=trace.file, function=trace.function, rows=out)
-
 
 def step_value(trace, name, n=1):
     return nth_change(trace, name, n).locals[name]
@@ -134,7 +110,7 @@ def forward_steps():
 
 def forward_worked():
     t = forward_trace()
-    return ExampleResult([steps_block(t, FORWARD_ROWS)], TINY_SOURCE + "; Xn hand-picked; causal mask",
+    return ExampleResult([steps_table(t, FORWARD_ROWS)], TINY_SOURCE + "; Xn hand-picked; causal mask",
                          data=dict(values={f"{name}:{n}": step_value(t, name, n) for _, name, n in FORWARD_ROWS}))
 
 
@@ -314,7 +290,7 @@ BACKWARD_ROWS = [("Arrives", "dOut", 0), ("Back through the output projection", 
 
 def backward_worked():
     t, _ = backward_trace()
-    return ExampleResult([steps_block(t, BACKWARD_ROWS)], TINY_SOURCE + "; Xn and dOut hand-picked; causal mask",
+    return ExampleResult([steps_table(t, BACKWARD_ROWS)], TINY_SOURCE + "; Xn and dOut hand-picked; causal mask",
                          data=dict(values={f"{name}:{n}": (t.result if n == "return" else
                                                            t.arguments[name] if n == 0 else step_value(t, name, n))
                                            for _, name, n in BACKWARD_ROWS}))
@@ -392,7 +368,7 @@ def lm_backward_gradcheck():
     t = trace_locals(attention_backward, DOUT_HAND.copy(), c, params, P, grads)
     dXq, dXkv = nth_change(t, "dXq").locals["dXq"], nth_change(t, "dXkv").locals["dXkv"]
     f = lambda: _lm_loss(Xn, params, DOUT_HAND)
-    steps = steps_block(t, [("Along the queries", "dXq", 1), ("Along the keys and values", "dXkv", 1),
+    steps = steps_table(t, [("Along the queries", "dXq", 1), ("Along the keys and values", "dXkv", 1),
                             ("Both paths added: dXn", "return", "return")])
     check = gradcheck_table([("dXn", t.result, numerical_grad(f, Xn)),
                              ('grads["b0.wq"]', grads[P + "wq"], numerical_grad(f, params[P + "wq"])),

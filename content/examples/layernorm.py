@@ -1,6 +1,5 @@
 """Examples for the LayerNorm page. Each returns an ExampleResult built from real calls of
 model.ops.layer_norm_forward / layer_norm_backward (and, for the real rows, of the trained model)."""
-import inspect
 
 import numpy as np
 
@@ -8,8 +7,9 @@ from model.config import ModelConfig
 from model.gradcheck import numerical_grad
 from model.ops import layer_norm_forward, layer_norm_backward
 from model.transformer import init_params, embed_forward
-from site_builder.examples import ExampleResult, gradcheck_table, table, fmt_number, fmt_array, matrix
-from site_builder.trace import trace_locals, resolve_qualname
+from site_builder.examples import (ExampleResult, gradcheck_table, table, fmt_number, fmt_array, matrix,
+                                   nth_change, steps_table)
+from site_builder.trace import trace_locals
 from site_builder.training_run import corpus_window
 
 EPS = ModelConfig(vocab_size=1).ln_eps          # the default cfg.ln_eps, read from the dataclass
@@ -34,33 +34,6 @@ HAND_SOURCE = f"layer_norm_forward with hand-picked X, g and b, eps = cfg.ln_eps
 WINDOW_TEXT = "To be, or not to be"               # a real line of the corpus; its first 16 characters
 
 
-# ------------------------------------------------------------------ helpers
-
-def nth_change(trace, name, n=1):
-    """The n-th step (1-based) that bound or changed `name`. Needed where the code works in place:
-    `Xhat = np.multiply(Xc, s, out=Xc)` changes Xc, and `dX = dXhat` then `dX -= ...` changes dXhat."""
-    found = [s for s in trace.steps if name in s.changed]
-    return found[n - 1]
-
-
-def steps_block(trace, rows):
-    """A step table like site_builder.examples.steps_table, but each row names WHICH change of a
-    local it shows: rows are (label, name, n), n = 0 for an argument, n = -1 for the returned value."""
-    out = []
-    for label, name, n in rows:
-        if n == 0:
-            lines, start = inspect.getsourcelines(resolve_qualname(trace.function))
-            line, code, value = start, lines[0].strip(), trace.arguments[name]
-        elif n == -1:
-            last = trace.steps[-1]
-            line, code, value = last.line, last.code, trace.result[0]
-        else:
-            step = nth_change(trace, name, n)
-            line, code, value = step.line, step.code, step.locals[name]
-        out.append(dict(label=label, name=name, line=line, code=code, value=fmt_array(value)))
-    return dict(kind="steps", file=trace.file, function=trace.function, rows=out)
-
-
 def _forward_trace():
     return trace_locals(layer_norm_forward, X_HAND.copy(), G_HAND, B_HAND, EPS)
 
@@ -72,7 +45,7 @@ FORWARD_ROWS = [("Input", "X", 0), ("Row means", "mu", 1), ("Centred rows", "Xc"
 
 def forward_worked():
     t = _forward_trace()
-    return ExampleResult([steps_block(t, FORWARD_ROWS)], HAND_SOURCE,
+    return ExampleResult([steps_table(t, FORWARD_ROWS)], HAND_SOURCE,
                          data=dict(values={f"{name}:{n}": (t.arguments[name] if n == 0 else
                                                            nth_change(t, name, n).locals[name])
                                            for _, name, n in FORWARD_ROWS}))
@@ -97,7 +70,7 @@ def backward_worked():
             ("Shift gradient, summed over rows", "db", 1), ("Through the gain", "dXhat", 1),
             ("Mean of dXhat, per row", "mean_dXhat", 1), ("Mean of dXhat * Xhat, per row", "mean_dXhat_Xhat", 1),
             ("Term 1 minus term 2", "dX", 2), ("Minus term 3", "dX", 3), ("Times s: dX", "dX", 4)]
-    block = steps_block(t, rows)
+    block = steps_table(t, rows)
     return ExampleResult([block], HAND_SOURCE + "; dY hand-picked",
                          data=dict(values={f"{name}:{n}": (t.arguments[name] if n == 0 else
                                                            nth_change(t, name, n).locals[name])

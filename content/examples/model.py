@@ -12,8 +12,8 @@ from model.gradcheck import numerical_grad
 from model.ops import (cross_entropy_forward, linear_forward, linear_backward, relu_forward, relu_backward,
                        softmax_forward, xavier_uniform)
 from model.transformer import init_params, forward, loss_and_grads, embed_forward
-from site_builder.examples import (ExampleResult, table, steps_table, gradcheck_table, fmt_array, fmt_number,
-                                   config_label, code_line, value_of)
+from site_builder.examples import (ExampleResult, table, steps_table, step_row, gradcheck_table, fmt_array,
+                                   fmt_number, config_label, value_of)
 from site_builder.trace import trace_locals
 
 SEED = 0
@@ -69,21 +69,6 @@ def show_char(c):
     return {"\n": "\\n", " ": "\u2423"}.get(c, c)
 
 
-def fmt_plain(a):
-    a = np.asarray(a)
-    if a.dtype == bool:
-        return "[" + ", ".join(fmt_plain(r) if np.ndim(r) else str(bool(r)) for r in a) + "]"
-    return fmt_array(a)
-
-
-def step_row(trace, step, label, value):
-    return dict(label=label, name="", line=step.line, code=step.code, value=value)
-
-
-def steps_block(trace, rows):
-    return dict(kind="steps", file=trace.file, function=trace.function, rows=rows)
-
-
 # ---------------------------------------------------------------- forward
 
 def forward_steps():
@@ -95,11 +80,11 @@ def forward_steps():
     for step in t.steps:
         if "X" in step.changed:
             label = "Embeddings" if "l" not in step.locals else f"Block l = {step.locals['l']}"
-            rows.append(step_row(t, step, f"{label}: X[{last}]", fmt_array(step.locals["X"][last])))
+            rows.append(step_row(step, f"{label}: X[{last}]", fmt_array(step.locals["X"][last])))
         if "Xf" in step.changed:
-            rows.append(step_row(t, step, f"Final LayerNorm: Xf[{last}]", fmt_array(step.locals["Xf"][last])))
+            rows.append(step_row(step, f"Final LayerNorm: Xf[{last}]", fmt_array(step.locals["Xf"][last])))
         if "logits" in step.changed:
-            rows.append(step_row(t, step, f"Head: logits[{last}], its first 6 of V", fmt_array(step.locals["logits"][last][:6]) + " ..."))
+            rows.append(step_row(step, f"Head: logits[{last}], its first 6 of V", fmt_array(step.locals["logits"][last][:6]) + " ..."))
     logits = t.result[0]
     P, _ = softmax_forward(logits[last])
     order = np.argsort(-P)[:TOP]
@@ -108,7 +93,7 @@ def forward_steps():
                 [[r + 1, show_char(chars[i]), fmt_number(logits[last][i]), fmt_number(P[i])] for r, i in enumerate(order)],
                 caption=f"The {TOP} highest scores at the last position, after {TEXT[:len(x)]!r}. "
                         f"With random parameters they are close to uniform: 1 / V = {1 / cfg.vocab_size:.4f}.")
-    return ExampleResult([steps_block(t, rows), top], tiny_source(),
+    return ExampleResult([steps_table(t, rows), top], tiny_source(),
                          data=dict(logits=logits, x=x, Xf=value_of(t, "Xf"), top=order))
 
 
@@ -141,8 +126,8 @@ def backward_order():
                                                       if k in step.code), ""), "")
         if "block_backward" in step.code:
             order.append(int(step.locals["l"]))
-        rows.append(step_row(t, step, label, "; ".join(what)))
-    return ExampleResult([steps_block(t, rows)], tiny_source(),
+        rows.append(step_row(step, label, "; ".join(what)))
+    return ExampleResult([steps_table(t, rows)], tiny_source(),
                          data=dict(order=order, loss=t.result[0], grads=t.result[1]))
 
 
@@ -290,11 +275,10 @@ def check_ids_messages():
 
 def linear_forward_worked():
     t = trace_locals(linear_forward, LIN_X, LIN_W, LIN_B)
-    line, code = code_line(t, "X")
-    rows = [dict(label="Rows in", name="X", line=line, code=code, value=fmt_array(LIN_X))]
+    rows = [("Rows in", "X")]
     for step, label in zip([s for s in t.steps if "Y" in s.changed], ("X W", "X W, then plus b")):
-        rows.append(step_row(t, step, label, fmt_array(step.locals["Y"])))
-    return ExampleResult([steps_block(t, rows)], "the hand-picked X, W and b of content/examples/model.py",
+        rows.append(step_row(step, label, fmt_array(step.locals["Y"])))
+    return ExampleResult([steps_table(t, rows)], "the hand-picked X, W and b of content/examples/model.py",
                          data=dict(Y=t.result[0]))
 
 
@@ -318,15 +302,8 @@ def linear_gradcheck():
 def relu_worked():
     tf = trace_locals(relu_forward, RELU_Z)
     tb = trace_locals(relu_backward, RELU_DA, tf.result[1])
-    fwd = steps_block(tf, [dict(label="Z", name="Z", line=code_line(tf, "Z")[0], code=code_line(tf, "Z")[1], value=fmt_array(RELU_Z)),
-                           dict(label="positive = Z > 0", name="positive", line=code_line(tf, "positive")[0],
-                                code=code_line(tf, "positive")[1], value=fmt_plain(value_of(tf, "positive"))),
-                           dict(label="A = Z * positive", name="return[0]", line=code_line(tf, "return[0]")[0],
-                                code=code_line(tf, "return[0]")[1], value=fmt_array(tf.result[0]))])
-    bwd = steps_block(tb, [dict(label="dA arrives", name="dA", line=code_line(tb, "dA")[0], code=code_line(tb, "dA")[1],
-                                value=fmt_array(RELU_DA)),
-                           dict(label="dZ = dA * positive", name="return", line=code_line(tb, "return")[0],
-                                code=code_line(tb, "return")[1], value=fmt_array(tb.result))])
+    fwd = steps_table(tf, [("Z", "Z"), ("positive = Z > 0", "positive"), ("A = Z * positive", "return[0]")])
+    bwd = steps_table(tb, [("dA arrives", "dA"), ("dZ = dA * positive", "return")])
     mask = tf.result[1]
     size = table(["Cache", "dtype", "Bytes per entry"], [["positive, the mask", str(mask.dtype), str(mask.itemsize)],
                                                           ["Z, if it were cached", str(RELU_Z.dtype), str(RELU_Z.itemsize)]])
