@@ -69,7 +69,7 @@ FILL = [
      "      - {tex: 't', meaning: 'tanh of u, cached for the backward pass', shape: '(T, d)'}"),
     ("      - {tex: 'y', meaning: TODO, code: 'return[0]', shape: '(T, d)'}",
      "      - {tex: 'y', meaning: The output, code: 'return[0]', shape: '(T, d)'}"),
-    ("      - title: TODO", "      - title: Five inputs from -2 to 2"),
+    ("      - title: TODO", "      - title: Five inputs from $-2$ to $2$"),
     ("        hand_picked: TODO", "        hand_picked: Five evenly spaced inputs, negative and positive."),
     ("      - title: TODO", "      - title: Element by element, any shape"),
     ("        caption: TODO", "        caption: 'The backward half:'"),
