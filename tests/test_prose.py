@@ -126,3 +126,24 @@ def test_a_snippet_with_brackets_keeps_them():
     assert found == [("model.seq2seq.embed_backward", 'grads[c["table"]] += embedding_backward('),
                      ("model.seq2seq.embed_backward", 'dE = dX * c["scale"]'),
                      ("model.transformer.forward", None)]
+
+
+def test_check_fails_on_a_typed_number_inserted_into_a_real_page(tmp_path):
+    """The issue's own case, on a copy of the repository: one sentence typed into the Full Model
+    page's prose, and `check --page model` fails on that file and line, and only there."""
+    import subprocess
+    import sys
+    from tests.fixture_project import make_repo_copy
+    root = make_repo_copy(tmp_path / "repo")
+    page = root / "content" / "pages" / "model.md"
+    lines = page.read_text(encoding="utf-8").split("\n")
+    body = lines.index("---", 1) + 1                      # the first line after the front matter
+    lines.insert(body, "For scale, the model has 31444 parameters.")
+    page.write_text("\n".join(lines), encoding="utf-8")
+    run = subprocess.run([sys.executable, "build_site.py", "check", "--page", "model"], cwd=root,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1, run.stderr
+    problems = [line for line in run.stderr.splitlines() if PROBLEM.match(line)]
+    assert problems == [f"content/pages/model.md:{body + 1}: typed number '31444' in prose "
+                        + problems[0].partition(" in prose ")[2]], run.stderr
+    assert "{{module:function.key}}" in problems[0] and "Traceback" not in run.stderr
