@@ -212,6 +212,7 @@ def main(argv=None):
     ap.add_argument("--cache-dir", type=Path, help="build cache for the fresh build (default: the checkout's)")
     ap.add_argument("--pages", nargs="+", metavar="NAME", help="only these pages (block or block.html)")
     ap.add_argument("--json", type=Path, help="also write the rows as JSON here")
+    ap.add_argument("--reports", type=Path, help="keep each page's full Lighthouse JSON report in this folder")
     args = ap.parse_args(argv)
 
     cli = lighthouse_bin()
@@ -234,7 +235,9 @@ def main(argv=None):
         try:
             for page in pages:
                 try:
-                    report = run_lighthouse(cli, f"http://127.0.0.1:{port}/{page}", tmp / f"{page}.json")
+                    report_dir = args.reports or tmp
+                    report_dir.mkdir(parents=True, exist_ok=True)
+                    report = run_lighthouse(cli, f"http://127.0.0.1:{port}/{page}", report_dir / f"{page}.json")
                 except RuntimeError as e:
                     errors.append(f"{page}: {e}")
                     print(f"  {page}: lighthouse failed: {e}", file=sys.stderr)
