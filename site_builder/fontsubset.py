@@ -40,6 +40,12 @@ VARIANTS = {"italic": "MATHEMATICAL ITALIC", "bold": "MATHEMATICAL BOLD", "bold-
 # "MATHEMATICAL " (fraktur's are BLACK-LETTER).
 HOLE_NAMES = (("MATHEMATICAL ITALIC SMALL H", "PLANCK CONSTANT"), ("MATHEMATICAL FRAKTUR", "BLACK-LETTER"),
               ("MATHEMATICAL ", ""))
+# Where MathML draws a child smaller (MathML Core's math-depth, from its user agent style
+# sheet): the scripts of these (every child but the first) go one level deeper; the children
+# of a fraction go one level deeper when the fraction is already compact (inline math, or a
+# fraction inside a fraction or a script). The browser then draws depth 1 with the font's
+# first script-size alternate (ssty 1) and deeper with the second.
+SCRIPTED = {"msub", "msup", "msubsup", "munder", "mover", "munderover", "mmultiscripts", "mroot"}
 # The GSUB features the math layout uses: script-size alternates and dotless forms under
 # accents. `aalt` (every alternate of every glyph) would pull in most of the font.
 FEATURES = ["ssty", "dtls"]
@@ -52,21 +58,34 @@ class MathText(HTMLParser):
 
     def __init__(self):
         super().__init__(convert_charrefs=True)
-        self.stack = []                  # (tag, mathvariant) of the open elements inside <math>
+        self.stack = []                  # [tag, mathvariant, math-depth, compact, children so far]
         self.annotation_depth = 0
         self.chars = set()
+        self.by_depth = {1: set(), 2: set()}   # drawn at script size 1, and 2 or smaller
 
     def handle_starttag(self, tag, attrs):
-        if tag == "math" or self.stack:
-            self.stack.append((tag, dict(attrs).get("mathvariant")))
-        if tag.startswith("annotation") and self.stack:
+        attrs = dict(attrs)
+        if tag == "math" and not self.stack:
+            self.stack.append([tag, attrs.get("mathvariant"), 0, attrs.get("display") != "block", 0])
+            return
+        if not self.stack:
+            return
+        parent = self.stack[-1]
+        index, parent[4] = parent[4], parent[4] + 1
+        depth, compact = parent[2], parent[3]
+        if parent[0] in SCRIPTED and index >= 1:       # MathML Core: math-depth add(1), compact
+            depth, compact = depth + 1, True
+        elif parent[0] == "mfrac":                     # auto-add: one deeper if already compact
+            depth, compact = depth + (1 if compact else 0), True
+        self.stack.append([tag, attrs.get("mathvariant"), depth, compact, 0])
+        if tag.startswith("annotation"):
             self.annotation_depth += 1
 
     def handle_endtag(self, tag):
         if not self.stack:
             return
         while self.stack:                # close up to the matching tag (HTML may omit end tags)
-            open_tag, _ = self.stack.pop()
+            open_tag = self.stack.pop()[0]
             if open_tag.startswith("annotation"):
                 self.annotation_depth -= 1
             if open_tag == tag:
@@ -75,12 +94,16 @@ class MathText(HTMLParser):
     def handle_data(self, data):
         if not self.stack or self.annotation_depth:
             return
-        self.chars.update(data)
-        variant = next((v for _, v in reversed(self.stack) if v), None)
+        drawn = set(data)
+        variant = next((entry[1] for entry in reversed(self.stack) if entry[1]), None)
         if variant is None and self.stack[-1][0] == "mi" and len(data.strip()) == 1:
             variant = "italic"
         for ch in data:
-            self.chars |= styled_forms(ch, variant)
+            drawn |= styled_forms(ch, variant)
+        self.chars |= drawn
+        depth = self.stack[-1][2]
+        if depth:
+            self.by_depth[min(depth, 2)] |= drawn
 
 
 def styled_forms(ch: str, variant) -> set:
@@ -108,34 +131,72 @@ def styled_forms(ch: str, variant) -> set:
     return set()
 
 
-def math_characters(pages) -> str:
-    """The sorted characters the pages' math needs (pages: HTML as bytes or str)."""
-    chars = set()
+def math_characters(pages) -> tuple:
+    """(every character the pages' math draws, those drawn at script level 1, those drawn at
+    level 2 or deeper), each sorted (pages: HTML as bytes or str)."""
+    chars, depth1, depth2 = set(), set(), set()
     for html in pages:
         parser = MathText()
         parser.feed(html.decode() if isinstance(html, bytes) else html)
         chars |= parser.chars
-    chars -= set(" \t\r\n")
-    return "".join(sorted(chars))
+        depth1 |= parser.by_depth[1]
+        depth2 |= parser.by_depth[2]
+    blank = set(" \t\r\n")
+    return tuple("".join(sorted(c - blank)) for c in (chars, depth1, depth2))
 
 
-def subset_key(font: bytes, chars: str) -> str:
+def subset_key(font: bytes, chars) -> str:
     """What the subset is made of: the font, the characters, the tools and this recipe."""
     import brotli
     import fontTools
     h = hashlib.sha256()
-    for part in (font, chars.encode(), fontTools.version.encode(), brotli.__version__.encode(),
+    for part in (font, repr(chars).encode(), fontTools.version.encode(), brotli.__version__.encode(),
                  Path(__file__).read_bytes()):
         h.update(hashlib.sha256(part).digest())
     return h.hexdigest()
 
 
-def subset_font(font: bytes, chars: str) -> bytes:
-    """The WOFF2 font cut down to `chars` (and what they reach), with its MATH table."""
+def alternates(tt, glyphs: set, features, which=None) -> set:
+    """The glyphs that the GSUB `features` of the font substitute for `glyphs` (single and
+    alternate substitutions, the kinds ssty and dtls are made of); `which` picks one of the
+    alternates by position (ssty: 0 for script size, 1 for script-script size)."""
+    gsub = tt["GSUB"].table if "GSUB" in tt else None
+    found = set()
+    if gsub is None:
+        return found
+    for record in gsub.FeatureList.FeatureRecord:
+        if record.FeatureTag not in features:
+            continue
+        for index in record.Feature.LookupListIndex:
+            for table in gsub.LookupList.Lookup[index].SubTable:
+                table = getattr(table, "ExtSubTable", table)
+                if hasattr(table, "mapping"):
+                    found |= {v for k, v in table.mapping.items() if k in glyphs}
+                elif hasattr(table, "alternates"):
+                    found |= {a for k, alts in table.alternates.items() if k in glyphs
+                              for i, a in enumerate(alts) if which is None or i == min(which, len(alts) - 1)}
+    return found
+
+
+def subset_font(font: bytes, chars) -> bytes:
+    """The WOFF2 font cut down to `chars` = (all, script level 1, level 2+): the glyphs of
+    all the characters, the script-size alternates (ssty) of those drawn in scripts at their
+    level, the dotless forms (dtls) of all, and what the MATH table reaches from them, with
+    the MATH table.
+
+    Layout closure is off: with it the subsetter would add the script alternates of every
+    glyph, which doubled the font; the alternates a page can use are added here instead."""
     from fontTools import subset
     from fontTools.ttLib import TTFont
+    every, level1, level2 = chars
+    tt = TTFont(io.BytesIO(font), recalcTimestamp=False)
+    cmap = tt.getBestCmap()
+    glyphs_of = lambda text: {cmap[ord(c)] for c in text if ord(c) in cmap}  # noqa: E731
+    extra = (alternates(tt, glyphs_of(level1), {"ssty"}, 0) | alternates(tt, glyphs_of(level2), {"ssty"}, 1)
+             | alternates(tt, glyphs_of(every), {"dtls"}))
     options = subset.Options()
     options.layout_features = FEATURES
+    options.layout_closure = False
     options.flavor = "woff2"
     options.name_IDs = ["*"]               # the licence and copyright names stay with the font
     options.notdef_outline = True
@@ -144,9 +205,8 @@ def subset_font(font: bytes, chars: str) -> bytes:
     options.desubroutinize = True          # Brotli packs the plain charstrings better (3 %)
     # MATH is the reason for this font; FFTM (FontForge's timestamps) is not needed
     options.drop_tables = [t for t in options.drop_tables if t != "MATH"] + ["FFTM"]
-    tt = TTFont(io.BytesIO(font), recalcTimestamp=False)
     subsetter = subset.Subsetter(options)
-    subsetter.populate(unicodes=[ord(c) for c in chars])
+    subsetter.populate(unicodes=[ord(c) for c in every], glyphs=sorted(extra))
     subsetter.subset(tt)
     out = io.BytesIO()
     tt.flavor = "woff2"
