@@ -63,8 +63,8 @@
       }, { rootMargin: "100% 0px" })
     : null;
   function scrollables() {
-    for (const box of document.querySelectorAll(".scroll:not(.listing)")) {  // listings are focusable regions already
-      if (!box.hasAttribute("tabindex")) focusable(box);
+    for (const box of document.querySelectorAll(".scroll")) {
+      if (!box.hasAttribute("tabindex")) focusable(box);    // listings are focusable regions already
       if (near) {
         near.unobserve(box);
         near.observe(box);
@@ -78,6 +78,12 @@
   }
   function mark(box) {
     const wide = box.scrollWidth > box.clientWidth;
+    if (wide && !box.edgesWatched) {
+      box.edgesWatched = true;
+      box.addEventListener("scroll", () => edges(box), { passive: true });
+    }
+    edges(box);
+    if (box.matches(".listing")) return;
     if (wide) {
       if (!box.hasAttribute("tabindex")) focusable(box);
       box.dataset.scrollFocus = "";
@@ -87,6 +93,13 @@
       box.removeAttribute("aria-label");
       delete box.dataset.scrollFocus;
     }
+  }
+  // data-more-right / data-more-left: the box has more to scroll to on that side; site.css
+  // draws a shadow there, over the code, so a cut line never looks like its end.
+  function edges(box) {
+    const left = box.scrollLeft, room = box.scrollWidth - box.clientWidth;
+    box.toggleAttribute("data-more-right", room - left > 1);
+    box.toggleAttribute("data-more-left", left > 1);
   }
   function labelOf(box) {
     const figure = box.closest("figure.equation");
