@@ -57,11 +57,20 @@
   // box at once was a long task that kept a phone from answering taps. So every box starts
   // focusable and named (no measuring), and a box is measured when it comes near the screen,
   // where it is laid out anyway. Again for every box when the window resizes.
+  // A box that site.css skips while far off screen (content-visibility) has no width of its
+  // own content until drawn: it is measured when the browser says it drew it.
   const near = "IntersectionObserver" in window
     ? new IntersectionObserver((entries) => {
-        for (const entry of entries) if (entry.isIntersecting) mark(entry.target);
+        for (const entry of entries) if (entry.isIntersecting && drawn(entry.target)) mark(entry.target);
       }, { rootMargin: "100% 0px" })
     : null;
+  function drawn(box) {
+    const inner = box.firstElementChild;
+    return !inner || !inner.checkVisibility || inner.checkVisibility({ contentVisibilityAuto: true });
+  }
+  document.addEventListener("contentvisibilityautostatechange", (event) => {
+    if (!event.skipped && event.target.matches(".scroll")) mark(event.target);
+  }, true);
   function scrollables() {
     for (const box of document.querySelectorAll(".scroll")) {
       if (!box.hasAttribute("tabindex")) focusable(box);    // listings are focusable regions already
