@@ -59,3 +59,22 @@ def test_no_page_scrolls_sideways(overflow, width):
 def test_every_code_line_is_visible_or_scrolls_in_its_box(overflow, width):
     cut = {p: (m["cutCount"], m["cut"]) for p, m in overflow[width].items() if m["cutCount"]}
     assert not cut, f"code cut off with no scroll box around it at {width} width: {cut}"
+
+
+def test_an_anchor_far_down_the_longest_page_lands_on_its_target(browser, site_url, built_site):
+    """Listings, equations and tables far off screen are not laid out until they come near it
+    (content-visibility, site.css), and long reference parts are collapsed: a link to the
+    last listing of the longest page must still land on it, and stay there once the parts
+    around it are drawn."""
+    import re
+    longest = max(built_site.glob("*.html"), key=lambda p: p.stat().st_size)
+    target = re.findall(r'id="([^"]+--code)"', longest.read_text(encoding="utf-8"))[-1]
+    for viewport in WIDTHS.values():
+        context = browser.new_context(viewport=viewport)
+        page = context.new_page()
+        page.goto(f"{site_url}{longest.name}#{target}")
+        page.wait_for_timeout(500)
+        top = page.evaluate(f"document.getElementById('{target}').getBoundingClientRect().top")
+        padding = page.evaluate("parseFloat(getComputedStyle(document.documentElement).scrollPaddingTop)")
+        assert page.evaluate("scrollY") > 0 and abs(top - padding) <= 2, (longest.name, target, top, padding)
+        context.close()
