@@ -118,8 +118,10 @@ def row_of(page: str, report: dict) -> dict:
     cats, audits = report["categories"], report["audits"]
     items = audits["network-requests"]["details"]["items"]
     counted = sum(i.get("transferSize", 0) for i in items if i.get("resourceType", "").lower() in COUNTED_TYPES)
-    failing_a11y = sorted(ref["id"] for ref in cats["accessibility"]["auditRefs"]
-                          if ref.get("weight", 0) > 0 and audits[ref["id"]].get("score") == 0)
+    # Failing accessibility audits, those Lighthouse does not score (weight 0, such as
+    # td-has-header and label-content-name-mismatch in 12.2.3) included and marked.
+    failing_a11y = sorted(ref["id"] + ("" if ref.get("weight", 0) > 0 else " (unscored)")
+                          for ref in cats["accessibility"]["auditRefs"] if audits[ref["id"]].get("score") == 0)
     return {
         "page": page,
         "performance": round(cats["performance"]["score"] * 100),
