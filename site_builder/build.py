@@ -27,6 +27,7 @@ from pathlib import Path
 from site_builder import fingerprint, training_run
 from site_builder.cache import BuildCache, digest
 from site_builder.content import load_content, concepts
+from site_builder.fontsubset import subset_math_fonts
 from site_builder.assets import insert_scripts, minify, prune_token_rules, used_token_classes
 from site_builder.links import check_links
 from site_builder.pages import PageBuilder
@@ -376,7 +377,9 @@ def render_all(root, content, index, renderer, model, site_info, cache=None):
     files.update(play_fragments(env, model.pages))
     for path in [p for p in files if p.endswith(".html")]:
         files[path] = insert_scripts(files[path].decode(), "../" * path.count("/")).encode()
-    files.update(static_files(root, used_token_classes(v for k, v in files.items() if k.endswith(".html"))))
+    pages = [v for k, v in files.items() if k.endswith(".html")]
+    files.update(static_files(root, used_token_classes(pages)))
+    subset_math_fonts(files, pages, cache)
     refs = dict(commit=commit, references=model.references)
     files["references.json"] = (json.dumps(refs, indent=1, sort_keys=True) + "\n").encode()
     return files, origin

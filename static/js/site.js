@@ -53,23 +53,63 @@
 
   // A wide equation or table scrolls inside its own box (.scroll). When it does overflow, the
   // box takes keyboard focus (arrow keys scroll it) and a name, so it is reachable without a
-  // mouse; boxes that fit stay out of the tab order. Checked again when the window resizes.
+  // mouse; boxes that fit leave the tab order. Measuring a box (scrollWidth) lays it out, and
+  // off-screen sections are not laid out (content-visibility in site.css): measuring every
+  // box at once was a long task that kept a phone from answering taps. So every box starts
+  // focusable and named (no measuring), and a box is measured when it comes near the screen,
+  // where it is laid out anyway. Again for every box when the window resizes.
+  // A box that site.css skips while far off screen (content-visibility) has no width of its
+  // own content until drawn: it is measured when the browser says it drew it.
+  const near = "IntersectionObserver" in window
+    ? new IntersectionObserver((entries) => {
+        for (const entry of entries) if (entry.isIntersecting && drawn(entry.target)) mark(entry.target);
+      }, { rootMargin: "100% 0px" })
+    : null;
+  function drawn(box) {
+    const inner = box.firstElementChild;
+    return !inner || !inner.checkVisibility || inner.checkVisibility({ contentVisibilityAuto: true });
+  }
+  document.addEventListener("contentvisibilityautostatechange", (event) => {
+    if (!event.skipped && event.target.matches(".scroll")) mark(event.target);
+  }, true);
   function scrollables() {
     for (const box of document.querySelectorAll(".scroll")) {
-      if (box.matches(".listing")) continue;      // listings are focusable regions already
-      const wide = box.scrollWidth > box.clientWidth;
-      if (wide && !box.hasAttribute("tabindex")) {
-        box.tabIndex = 0;
-        box.setAttribute("role", "group");
-        box.setAttribute("aria-label", labelOf(box));
-        box.dataset.scrollFocus = "";
-      } else if (!wide && box.hasAttribute("data-scroll-focus")) {
-        box.removeAttribute("tabindex");
-        box.removeAttribute("role");
-        box.removeAttribute("aria-label");
-        delete box.dataset.scrollFocus;
-      }
+      if (!box.hasAttribute("tabindex")) focusable(box);    // listings are focusable regions already
+      if (near) {
+        near.unobserve(box);
+        near.observe(box);
+      } else mark(box);
     }
+  }
+  function focusable(box) {
+    box.tabIndex = 0;
+    if (box.localName !== "figure") box.setAttribute("role", "group");   // a figure keeps its own role
+    box.setAttribute("aria-label", labelOf(box));
+  }
+  function mark(box) {
+    const wide = box.scrollWidth > box.clientWidth;
+    if (wide && !box.edgesWatched) {
+      box.edgesWatched = true;
+      box.addEventListener("scroll", () => edges(box), { passive: true });
+    }
+    edges(box);
+    if (box.matches(".listing")) return;
+    if (wide) {
+      if (!box.hasAttribute("tabindex")) focusable(box);
+      box.dataset.scrollFocus = "";
+    } else if (box.hasAttribute("aria-label")) {
+      box.removeAttribute("tabindex");
+      box.removeAttribute("role");
+      box.removeAttribute("aria-label");
+      delete box.dataset.scrollFocus;
+    }
+  }
+  // data-more-right / data-more-left: the box has more to scroll to on that side; site.css
+  // draws a shadow there, over the code, so a cut line never looks like its end.
+  function edges(box) {
+    const left = box.scrollLeft, room = box.scrollWidth - box.clientWidth;
+    box.toggleAttribute("data-more-right", room - left > 1);
+    box.toggleAttribute("data-more-left", left > 1);
   }
   function labelOf(box) {
     const figure = box.closest("figure.equation");
@@ -84,9 +124,34 @@
     clearTimeout(resizing);
     resizing = setTimeout(scrollables, 150);
   });
-  // Again once the other scripts have drawn their parts and KaTeX's fonts have loaded.
+  // Again once the other scripts have drawn their parts, and once the math font has loaded
+  // (it changes the equations' widths).
   window.addEventListener("load", scrollables);
   if (document.fonts && document.fonts.ready) document.fonts.ready.then(scrollables);
+
+  // Long reference parts (the code-and-math connection, Implemented in, Reaches it through)
+  // are collapsed <details>: in the HTML for search and for readers without JavaScript, drawn
+  // only when opened. A link to something inside one opens it, and printing opens them all.
+  function openTarget() {
+    const id = decodeURIComponent(location.hash.slice(1));
+    const target = id && document.getElementById(id);
+    if (!target) return;
+    let part = target.closest("details:not([open])");
+    if (!part) return;
+    for (; part; part = part.parentElement.closest("details:not([open])")) part.open = true;
+    target.scrollIntoView();
+  }
+  openTarget();
+  window.addEventListener("hashchange", openTarget);
+  let closedForPrint = [];
+  window.addEventListener("beforeprint", () => {
+    closedForPrint = [...document.querySelectorAll("details.reference:not([open])")];
+    for (const part of closedForPrint) part.open = true;
+  });
+  window.addEventListener("afterprint", () => {
+    for (const part of closedForPrint) part.open = false;
+    closedForPrint = [];
+  });
 
   function typing(target) {
     return !!(target && target.closest && target.closest("input, textarea, select, [contenteditable]"));

@@ -1,0 +1,235 @@
+"""Stage 5c: the math font, cut down to the glyphs the built pages use.
+
+The vendored Latin Modern Math (static/vendor/latinmodern-math/) carries every glyph of the
+font, about 390 KB as WOFF2, while the pages' MathML uses a few hundred characters. The
+shipped copy is a subset made with fontTools' subsetter (the library the font world uses for
+this; it knows the OpenType MATH table, so the subset keeps the TeX metrics, the glyph
+variants and the stretchy-delimiter assemblies of the glyphs it keeps).
+
+Which characters. Every character of the text inside <math> on any page (the TeX source in
+<annotation> is not shown and is not counted), and the styled forms (Mathematical
+Alphanumeric Symbols) a browser may draw instead: math italic for a single-letter <mi>
+(MathML Core's `text-transform: math-auto`), and the `mathvariant` of the text's element.
+The MATH table's size variants and assemblies and the `ssty`/`dtls` alternates of those
+glyphs come along through the subsetter's closure.
+
+Determinism. The same font bytes and the same characters give the same bytes: the `head`
+table's modification time is not set to the clock (recalcTimestamp off) and WOFF2's Brotli
+output is a function of its input. So an incremental build equals a clean one. The result is
+cached on (font bytes, characters, fontTools and Brotli versions, this file), so a build
+whose pages use no new character does not subset again.
+
+Trade-off: a character that reaches the page after the build (none does: no script writes
+math) would fall back to the system's math font.
+"""
+import hashlib
+import io
+import re
+import unicodedata
+from html.parser import HTMLParser
+from pathlib import Path
+
+FONT_FILE = "latinmodern-math.woff2"
+MATH_BLOCK = re.compile(r"<math[\s>].*?</math>", re.S)
+# mathvariant -> the prefix of its characters' names in the Mathematical Alphanumeric Symbols.
+VARIANTS = {"italic": "MATHEMATICAL ITALIC", "bold": "MATHEMATICAL BOLD", "bold-italic": "MATHEMATICAL BOLD ITALIC",
+            "double-struck": "MATHEMATICAL DOUBLE-STRUCK", "script": "MATHEMATICAL SCRIPT",
+            "bold-script": "MATHEMATICAL BOLD SCRIPT", "fraktur": "MATHEMATICAL FRAKTUR",
+            "bold-fraktur": "MATHEMATICAL BOLD FRAKTUR", "sans-serif": "MATHEMATICAL SANS-SERIF",
+            "bold-sans-serif": "MATHEMATICAL SANS-SERIF BOLD", "monospace": "MATHEMATICAL MONOSPACE"}
+# Where the block has a hole because a letterlike symbol existed already (U+210E for italic h,
+# U+211D for double-struck R, ...), the letterlike symbol's name is the styled name without
+# "MATHEMATICAL " (fraktur's are BLACK-LETTER).
+HOLE_NAMES = (("MATHEMATICAL ITALIC SMALL H", "PLANCK CONSTANT"), ("MATHEMATICAL FRAKTUR", "BLACK-LETTER"),
+              ("MATHEMATICAL ", ""))
+# Where MathML draws a child smaller (MathML Core's math-depth, from its user agent style
+# sheet): the scripts of these (every child but the first) go one level deeper; the children
+# of a fraction go one level deeper when the fraction is already compact (inline math, or a
+# fraction inside a fraction or a script). The browser then draws depth 1 with the font's
+# first script-size alternate (ssty 1) and deeper with the second.
+SCRIPTED = {"msub", "msup", "msubsup", "munder", "mover", "munderover", "mmultiscripts", "mroot"}
+# The GSUB features the math layout uses: script-size alternates and dotless forms under
+# accents. `aalt` (every alternate of every glyph) would pull in most of the font.
+FEATURES = ["ssty", "dtls"]
+
+
+class MathText(HTMLParser):
+    """The characters drawn inside <math> elements (outside <annotation>), with the styled
+    forms a browser may draw instead: a single-letter <mi> in math italic (MathML Core's
+    `text-transform: math-auto`), and text under a `mathvariant` in that variant."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.stack = []                  # [tag, mathvariant, math-depth, compact, children so far]
+        self.annotation_depth = 0
+        self.chars = set()
+        self.by_depth = {1: set(), 2: set()}   # drawn at script size 1, and 2 or smaller
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "math" and not self.stack:
+            self.stack.append([tag, attrs.get("mathvariant"), 0, attrs.get("display") != "block", 0])
+            return
+        if not self.stack:
+            return
+        parent = self.stack[-1]
+        index, parent[4] = parent[4], parent[4] + 1
+        depth, compact = parent[2], parent[3]
+        if parent[0] in SCRIPTED and index >= 1:       # MathML Core: math-depth add(1), compact
+            depth, compact = depth + 1, True
+        elif parent[0] == "mfrac":                     # auto-add: one deeper if already compact
+            depth, compact = depth + (1 if compact else 0), True
+        self.stack.append([tag, attrs.get("mathvariant"), depth, compact, 0])
+        if tag.startswith("annotation"):
+            self.annotation_depth += 1
+
+    def handle_endtag(self, tag):
+        if not self.stack:
+            return
+        while self.stack:                # close up to the matching tag (HTML may omit end tags)
+            open_tag = self.stack.pop()[0]
+            if open_tag.startswith("annotation"):
+                self.annotation_depth -= 1
+            if open_tag == tag:
+                break
+
+    def handle_data(self, data):
+        if not self.stack or self.annotation_depth:
+            return
+        drawn = set(data)
+        variant = next((entry[1] for entry in reversed(self.stack) if entry[1]), None)
+        if variant is None and self.stack[-1][0] == "mi" and len(data.strip()) == 1:
+            variant = "italic"
+        for ch in data:
+            drawn |= styled_forms(ch, variant)
+        self.chars |= drawn
+        depth = self.stack[-1][2]
+        if depth:
+            self.by_depth[min(depth, 2)] |= drawn
+
+
+def styled_forms(ch: str, variant) -> set:
+    """The form of a letter or digit in a mathvariant (none for other characters)."""
+    if variant not in VARIANTS:
+        return set()
+    try:
+        name = unicodedata.name(ch)
+    except ValueError:
+        return set()
+    for prefix, short in (("LATIN CAPITAL LETTER ", "CAPITAL "), ("LATIN SMALL LETTER ", "SMALL "),
+                          ("GREEK CAPITAL LETTER ", "CAPITAL "), ("GREEK SMALL LETTER ", "SMALL "),
+                          ("DIGIT ", "DIGIT ")):
+        if name.startswith(prefix):
+            full = f"{VARIANTS[variant]} {short}{name[len(prefix):]}"
+            break
+    else:
+        return set()
+    for styled, hole in ((full, full),) + HOLE_NAMES:
+        if full.startswith(styled):
+            try:
+                return {unicodedata.lookup(hole + full[len(styled):])}
+            except KeyError:
+                continue
+    return set()
+
+
+def math_characters(pages) -> tuple:
+    """(every character the pages' math draws, those drawn at script level 1, those drawn at
+    level 2 or deeper), each sorted (pages: HTML as bytes or str)."""
+    chars, depth1, depth2 = set(), set(), set()
+    for html in pages:
+        html = html.decode() if isinstance(html, bytes) else html
+        # Only the <math> elements are parsed: the HTML parser over every page (source pages
+        # included) was a tenth of a build whose examples were cached.
+        parser = MathText()
+        for block in MATH_BLOCK.findall(html):
+            parser.feed(block)
+        chars |= parser.chars
+        depth1 |= parser.by_depth[1]
+        depth2 |= parser.by_depth[2]
+    blank = set(" \t\r\n")
+    return tuple("".join(sorted(c - blank)) for c in (chars, depth1, depth2))
+
+
+def subset_key(font: bytes, chars) -> str:
+    """What the subset is made of: the font, the characters, the tools and this recipe."""
+    import brotli
+    import fontTools
+    h = hashlib.sha256()
+    for part in (font, repr(chars).encode(), fontTools.version.encode(), brotli.__version__.encode(),
+                 Path(__file__).read_bytes()):
+        h.update(hashlib.sha256(part).digest())
+    return h.hexdigest()
+
+
+def alternates(tt, glyphs: set, features, which=None) -> set:
+    """The glyphs that the GSUB `features` of the font substitute for `glyphs` (single and
+    alternate substitutions, the kinds ssty and dtls are made of); `which` picks one of the
+    alternates by position (ssty: 0 for script size, 1 for script-script size)."""
+    gsub = tt["GSUB"].table if "GSUB" in tt else None
+    found = set()
+    if gsub is None:
+        return found
+    for record in gsub.FeatureList.FeatureRecord:
+        if record.FeatureTag not in features:
+            continue
+        for index in record.Feature.LookupListIndex:
+            for table in gsub.LookupList.Lookup[index].SubTable:
+                table = getattr(table, "ExtSubTable", table)
+                if hasattr(table, "mapping"):
+                    found |= {v for k, v in table.mapping.items() if k in glyphs}
+                elif hasattr(table, "alternates"):
+                    found |= {a for k, alts in table.alternates.items() if k in glyphs
+                              for i, a in enumerate(alts) if which is None or i == min(which, len(alts) - 1)}
+    return found
+
+
+def subset_font(font: bytes, chars) -> bytes:
+    """The WOFF2 font cut down to `chars` = (all, script level 1, level 2+): the glyphs of
+    all the characters, the script-size alternates (ssty) of those drawn in scripts at their
+    level, the dotless forms (dtls) of all, and what the MATH table reaches from them, with
+    the MATH table.
+
+    Layout closure is off: with it the subsetter would add the script alternates of every
+    glyph, which doubled the font; the alternates a page can use are added here instead."""
+    from fontTools import subset
+    from fontTools.ttLib import TTFont
+    every, level1, level2 = chars
+    tt = TTFont(io.BytesIO(font), recalcTimestamp=False)
+    cmap = tt.getBestCmap()
+    glyphs_of = lambda text: {cmap[ord(c)] for c in text if ord(c) in cmap}  # noqa: E731
+    extra = (alternates(tt, glyphs_of(level1), {"ssty"}, 0) | alternates(tt, glyphs_of(level2), {"ssty"}, 1)
+             | alternates(tt, glyphs_of(every), {"dtls"}))
+    options = subset.Options()
+    options.layout_features = FEATURES
+    options.layout_closure = False
+    options.flavor = "woff2"
+    options.name_IDs = ["*"]               # the licence and copyright names stay with the font
+    options.notdef_outline = True
+    options.recalc_timestamp = False       # bytes must not depend on the clock
+    options.hinting = False                # CFF hints: 10 % of the bytes, for low-resolution screens
+    options.desubroutinize = True          # Brotli packs the plain charstrings better (3 %)
+    # MATH is the reason for this font; FFTM (FontForge's timestamps) is not needed
+    options.drop_tables = [t for t in options.drop_tables if t != "MATH"] + ["FFTM"]
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(unicodes=[ord(c) for c in every], glyphs=sorted(extra))
+    subsetter.subset(tt)
+    out = io.BytesIO()
+    tt.flavor = "woff2"
+    tt.save(out, reorderTables=True)
+    return out.getvalue()
+
+
+def subset_math_fonts(files: dict, pages, cache=None) -> None:
+    """Replace every shipped copy of the math font in `files` with its subset for `pages`."""
+    chars = None
+    for rel in [r for r in files if r.endswith("/" + FONT_FILE)]:
+        if chars is None:
+            chars = math_characters(pages)
+        key = subset_key(files[rel], chars)
+        data = cache.get("font", key) if cache else None
+        if data is None:
+            data = subset_font(files[rel], chars)
+            if cache:
+                cache.put("font", key, data)
+        files[rel] = data
