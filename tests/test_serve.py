@@ -82,8 +82,8 @@ class Site:
         self.server = make_server(self.out, self.state, "127.0.0.1", 0, poll_seconds=poll_seconds)
         self.server.start()
 
-    def request(self, path, method="GET", body=None, headers=None):
-        conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=5)
+    def request(self, path, method="GET", body=None, headers=None, timeout=5):
+        conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=timeout)
         try:
             conn.request(method, path, body=body, headers=headers or {})
             r = conn.getresponse()
@@ -208,10 +208,12 @@ def test_long_poll_returns_when_a_build_finishes(site):
     got = {}
 
     def poll():
-        got["answer"] = json.loads(site.request(f"/__reload?since={token}")[2])
+        got["answer"] = json.loads(site.request(f"/__reload?since={token}", timeout=70)[2])
         got["at"] = time.perf_counter()
 
-    site.server.poll_seconds = 60.0         # longer than any build on a loaded machine
+    # Longer than any build on a loaded machine (in the whole suite, run_once once took 7 s: the
+    # collector it runs walks the test process's heap), and the client waits longer still.
+    site.server.poll_seconds = 60.0
     t = threading.Thread(target=poll)
     t.start()
     time.sleep(0.1)
