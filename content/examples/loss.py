@@ -217,7 +217,7 @@ def smoothing_curve():
             ["smoothing_floor(V, eps): the entropy of q", fmt_number(smoothing_floor(TINY.vocab_size, EPS)), ""],
             ["Unsmoothed loss at the right end of the curve", fmt_number(series[0][2][-1]), f"at logit {MARGINS[-1]:g}"]]
     return ExampleResult([figure(svg, f"V = {TINY.vocab_size}, one position, target id 0."),
-                          table(["", "Loss (nats)", ""], rows)],
+                          table(["", "Loss (nats)", "Detail"], rows)],
                          f"cross_entropy_forward(logits, targets=[0], label_smoothing) for V = {TINY.vocab_size}",
                          data=dict(series=series, at_q=at_q, floor=smoothing_floor(TINY.vocab_size, EPS),
                                    best=smoothed[best]))

@@ -268,7 +268,7 @@ def warmup_cosine_plot():
               (mid, "halfway down the cosine"), (tcfg.steps, "the last step: min_lr")]
     rows = [[str(s), what, sci(warmup_cosine_lr(s, tcfg.lr, tcfg.min_lr, tcfg.warmup_steps, tcfg.steps))]
             for s, what in points]
-    return ExampleResult([figure(svg), table(["Step", "", "Learning rate"], rows)],
+    return ExampleResult([figure(svg), table(["Step", "Where in the schedule", "Learning rate"], rows)],
                          f"warmup_cosine_lr(step, max_lr={tcfg.lr:g}, min_lr={tcfg.min_lr:g}, "
                          f"warmup_steps={tcfg.warmup_steps}, total_steps={tcfg.steps}) for every step",
                          data=dict(steps=steps, lrs=lrs))
@@ -286,7 +286,7 @@ def noam_plot():
     points = [(1, "the first step"), (NOAM_WARMUP, "the end of warm-up: the peak"),
               (4 * NOAM_WARMUP, "four times later: half the peak"), (NOAM_STEPS, "the paper's last step")]
     rows = [[str(s), what, sci(noam_lr(s, NOAM_D, NOAM_WARMUP))] for s, what in points]
-    return ExampleResult([figure(svg), table(["Step", "", "Learning rate"], rows)],
+    return ExampleResult([figure(svg), table(["Step", "Where in the schedule", "Learning rate"], rows)],
                          f"noam_lr(step, d_model={NOAM_D}, warmup_steps={NOAM_WARMUP}), every 100th step and the peak",
                          data=dict(steps=steps, lrs=lrs))
 
