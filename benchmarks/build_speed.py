@@ -93,7 +93,7 @@ from site_builder.content import load_content
 from site_builder.example_runner import ExampleStore, run_examples
 root, problems = Path.cwd(), []
 content = load_content(root, problems)
-requests = example_requests(content)
+requests = example_requests(root, content)
 store = ExampleStore(root, BuildCache(Path(sys.argv[1])))
 cores = os.cpu_count() or 1
 cpu = lambda who: (lambda r: r.ru_utime + r.ru_stime)(resource.getrusage(who))

@@ -119,13 +119,15 @@ def training_step(root: Path, refs):
                       needed_by=training_readers(root, refs), adopt=training_run.adopt)
 
 
-def example_requests(content, slugs=None):
-    """Every example the pages run (or the pages `slugs` run), as Requests."""
+def example_requests(root, content, slugs=None):
+    """Every example the pages run (or the pages `slugs` run), as Requests. An example whose
+    choices name a parameter its function does not take runs nothing: the page says so once."""
     from site_builder.example_runner import Request, DEFAULT_TIMEOUT
-    from site_builder.playground import call_ref, combinations
+    from site_builder.playground import call_ref, combinations, parameters_missing
     shown = [Request(call_ref(e["run"], combo), page.file, e.line_of("run"), float(e.get("timeout") or DEFAULT_TIMEOUT))
              for slug, page in content.pages.items() if slugs is None or slug in slugs
              for c in concepts(page) for e in c.get("examples") or []
+             if not parameters_missing(root, e["run"], list(e.get("choices") or {}))
              for combo in combinations(e.get("choices"))]
     sizing = [Request(str(b["config"]), page.file, b.line_of("config"))
               for slug, page in content.pages.items() if slugs is None or slug in slugs
@@ -170,7 +172,7 @@ def page_keys(root: Path, content, shared: str, identities: dict, slugs=None):
     for slug, page in content.pages.items():
         if slugs is not None and slug not in slugs:
             continue
-        shown = [identities.get(r.ref) for r in example_requests(content, [slug])]
+        shown = [identities.get(r.ref) for r in example_requests(root, content, [slug])]
         keys[slug] = None if None in shown else digest(shared, (root / page.file).read_bytes(), shown)
     return keys
 
@@ -284,8 +286,8 @@ def gather(root: Path, problems: list, cache=None, jobs=1, memos=None, retrain=F
     site_info = dict(repo_url=str(content.site.get("repo_url", "")).rstrip("/"),
                      branch=content.site.get("branch", "main"), commit=commit, config=cfg)
     renderer = Renderer(root, index, problems, memos.code if memos else None)
-    renderer.sources = dict(papers=content.site.get("papers") or {}, sources=content.site.get("sources") or {})
-    requests = example_requests(content)
+    renderer.sources = quotation_sources(content)
+    requests = example_requests(root, content)
     # --retrain: the runs train again, and every example that reads them runs again.
     retrained = training_readers(root, {r.ref for r in requests}) if retrain else set()
     keys, identities = {}, {}
@@ -296,7 +298,7 @@ def gather(root: Path, problems: list, cache=None, jobs=1, memos=None, retrain=F
         keys = page_keys(root, content, site_info["shared_key"], identities)
     # A page whose view model is cached needs none of its examples' results.
     stale = [slug for slug in content.pages if not (keys.get(slug) and cache.has("pages", keys[slug]))]
-    stale_requests = example_requests(content, stale)
+    stale_requests = example_requests(root, content, stale)
     outcomes = run_examples(root, stale_requests, problems, store, jobs, rerun=retrained,
                             shared=training_step(root, {r.ref for r in stale_requests}))
     if keys:                    # pages whose examples just ran are keyed on their new results
@@ -540,6 +542,11 @@ def stamp_inputs(root: Path, example_inputs):
     return extra, sorted(packages)
 
 
+def quotation_sources(content):
+    """What {{quote KEY | ...}} may name: site.yaml's papers and sources."""
+    return dict(papers=content.site.get("papers") or {}, sources=content.site.get("sources") or {})
+
+
 def check_pages(root: Path, slugs, cache_dir=None, jobs=None):
     """`check --page SLUG`: the strict check of some pages without building the site. Every
     page is still loaded and validated (TeX traps, schema, ids), the shapes are probed, and
@@ -569,7 +576,8 @@ def check_pages(root: Path, slugs, cache_dir=None, jobs=None):
     site_info = dict(repo_url=str(content.site.get("repo_url", "")).rstrip("/"),
                      branch=content.site.get("branch", "main"), commit=git_commit(root), config=cfg)
     renderer = Renderer(root, index, problems, memos.code)
-    requests = example_requests(content, slugs)
+    renderer.sources = quotation_sources(content)         # {{quote KEY | ...}} names these
+    requests = example_requests(root, content, slugs)
     outcomes = run_examples(root, requests, problems, store, jobs or os.cpu_count() or 1,
                             shared=training_step(root, {r.ref for r in requests}))
     builder = PageBuilder(root, content, index, renderer, shapes, problems, site_info, None, outcomes.results)

@@ -531,10 +531,17 @@ class PageBuilder:
         return out
 
     def examples(self, page, c):
-        from site_builder.playground import call_ref, combinations, combo_key, controls
+        from site_builder.playground import call_ref, combinations, combo_key, controls, parameters_missing
         out = []
         for n, e in enumerate(c.get("examples") or [], 1):
             choices = e.get("choices") or {}
+            declared = [("choices", k) for k in choices] + [("playable", k) for k in e.get("playable") or {}]
+            missing = parameters_missing(self.root, e["run"], [k for _, k in declared])
+            for key, name in dict.fromkeys((key, name) for key, name in declared if name in missing):
+                self.problems.append(Problem(page.file, e.line_of(key), f"'{name}' in {key} is not a parameter of {e['run']}",
+                                             f"name one of its parameters, or add '{name}' to the function"))
+            if missing:
+                continue
             variants = {}
             for combo in combinations(choices):
                 ref = call_ref(e["run"], combo)

@@ -24,6 +24,7 @@ declared values.
 import ast
 import itertools
 import math
+from pathlib import Path
 
 from site_builder.problems import Problem
 
@@ -91,6 +92,25 @@ def check_declaration(example, file, problems):
                     except InvalidInput as e:
                         problems.append(Problem(file, example.line_of("choices"), f"choice {v!r} of '{name}' is outside its playable bounds: {e}",
                                                 "widen the bounds or drop the value"))
+
+
+def parameters_missing(root, run: str, names) -> list:
+    """The names in `names` that the example function `run` (module:function) cannot take,
+    read from its source's syntax tree (nothing is imported). [] if it takes **kwargs, or if
+    the module or function is not found (that is reported where the example runs)."""
+    module, _, function = run.partition(":")
+    try:
+        tree = ast.parse((Path(root) / "content" / "examples" / f"{module}.py").read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == function:
+            a = node.args
+            if a.kwarg:
+                return []
+            taken = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
+            return [n for n in names if n not in taken]
+    return []
 
 
 def _literal(v):

@@ -132,6 +132,7 @@ class Renderer:
             return keep(self.tex(tex, m.group(1) is not None, file, line))
         text = MATH_RE.sub(math, text)
         text = prose.VALUE_RE.sub(lambda v: keep(self.value(v, file, line)), text)
+        self.check_leftover_braces(text, file, line)
         out = markdown.markdown(text, extensions=["tables", "sane_lists"], output_format="html")
         if inline and out.startswith("<p>") and out.endswith("</p>") and out.count("<p>") == 1:
             out = out[3:-4]
@@ -139,6 +140,19 @@ class Renderer:
         return Markup(self.mark_origins(out, file, line))
 
     # -- computed values, quotations, typed numbers ---------------------------------------
+    def check_leftover_braces(self, text, file, line):
+        """What is left of the prose once values, quotations, math and code references are
+        replaced must hold no {{ or }}: a value or quotation that did not parse (no closing
+        braces, no '|' after a quote's key, a format with braces) would show as raw text."""
+        bare = re.sub(r"`[^`]*`", "", text)              # code spans may show the syntax itself
+        found = [m.group(0) for m in re.finditer(r"\{\{[^\n]{0,40}", bare)] \
+            or [m.group(0) for m in re.finditer(r"[^\n{]{0,40}\}\}", bare)]
+        for bad in found:
+            self.problems.append(Problem(file, self.line_of(file, line, bad.strip()[:20]),
+                                         f"'{bad.strip()}' is neither a computed value nor a quotation",
+                                         "write {{module:function.key | format}} or {{quote KEY | text}}, "
+                                         "and close it with }}"))
+
     def value(self, m, file, line, plain=False):
         """{{module:function.key | format}} -> the formatted value (a marked span in prose,
         plain text inside TeX), recorded in self.values; a value that cannot be had is a

@@ -188,11 +188,19 @@ def new_concept(root: Path, qualname: str, page: str, after: str | None = None) 
     errors = [p for p in problems if not p.warning]
     if page not in content.pages:
         raise ScaffoldError(f"no page '{page}' (pages: {', '.join(content.pages)})")
+    if not qualname.startswith("model."):        # pages document the model; tests are cited, not documented
+        raise ScaffoldError(f"{qualname} is not a function of model/: new-concept documents model functions "
+                            f"(e.g. model.ops.relu_forward); nothing was written")
     index = build_index(root)
     try:
         f = index.function(qualname)
     except KeyError as e:
-        raise ScaffoldError(str(e).strip('"')) from None
+        raise ScaffoldError(str(e).strip('"') + "; write the function in model/ first, then run new-concept; "
+                            "nothing was written") from None
+    if after and not any(isinstance(s, dict) and s.get("id") == after for s in content.pages[page].meta.get("sections") or []):
+        ids = [str(s.get("id")) for s in content.pages[page].meta.get("sections") or [] if isinstance(s, dict)]
+        raise ScaffoldError(f"{content.pages[page].file} has no section '{after}' (its sections: {', '.join(ids)}); "
+                            f"nothing was written")
     sid = f"{page}-{_short(qualname).replace('_', '-')}"
     for p in content.pages.values():
         for c in concepts(p):

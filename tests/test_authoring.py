@@ -252,3 +252,28 @@ def test_the_examples_trace_checks_a_declared_shape_no_probe_reaches(tmp_path):
     page.write_text(TRACED_PAGE.replace("code: ids, shape: '(T, d)'", "code: ids, shape: '(N,)'"))
     failing, warnings, _ = check_pages(root, ["mini"], cache_dir=tmp_path / "cache", jobs=1)
     assert not [p for p in failing + warnings if p.file == "content/pages/mini.md" and "'ids'" in p.message]
+
+
+def test_check_page_knows_the_sources_quotations_name():
+    """`check --page` of a page that quotes the paper and the derivation passes as the full
+    check does (a hostile test found it reporting every quotation's source as unknown)."""
+    from site_builder.build import check_pages
+    from tests.conftest import ROOT
+    failing, warnings, _ = check_pages(ROOT, ["positions", "seq2seq-step"], cache_dir=ROOT / ".build_cache", jobs=2)
+    assert not failing and not warnings, [str(p) for p in failing + warnings]
+
+
+@pytest.mark.parametrize("qualname, after, says", [
+    ("tests.test_ops.test_relu_backward", None, "is not a function of model/"),
+    ("numpy.tanh", None, "is not a function of model/"),
+    ("model.ops.gelu_forward", None, "write the function in model/ first"),
+    ("model.ops.relu_backward", "nosuch", "has no section 'nosuch' (its sections: model-forward"),
+])
+def test_new_concept_refuses_in_one_line_and_writes_nothing(qualname, after, says):
+    from site_builder.scaffold import ScaffoldError, new_concept
+    from tests.conftest import ROOT
+    before = {p: p.read_bytes() for p in (ROOT / "content").rglob("*") if p.is_file()}
+    with pytest.raises(ScaffoldError) as e:
+        new_concept(ROOT, qualname, "model", after)
+    assert says in str(e.value) and "nothing was written" in str(e.value) and "\n" not in str(e.value)
+    assert {p: p.read_bytes() for p in (ROOT / "content").rglob("*") if p.is_file()} == before

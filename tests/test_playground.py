@@ -204,3 +204,15 @@ def test_typed_input_recomputes_on_all_four_pages(play_server):
         assert status == 200, (page, answer)
         for text in expected:
             assert text in answer["html"], (page, text)
+
+
+def test_declared_names_an_example_function_does_not_take_are_found(tmp_path):
+    """choices or playable naming a parameter the function lacks is one check line at the page
+    (a hostile test saw it pass check and fail only under serve), found without importing."""
+    from site_builder.playground import parameters_missing
+    (tmp_path / "content" / "examples").mkdir(parents=True)
+    (tmp_path / "content" / "examples" / "m.py").write_text(
+        "def f(row=0, *, eps=1e-5):\n    pass\n\ndef g(**kw):\n    pass\n")
+    assert parameters_missing(tmp_path, "m:f", ["row", "eps", "epsilon"]) == ["epsilon"]
+    assert parameters_missing(tmp_path, "m:g", ["anything"]) == []          # **kwargs takes any
+    assert parameters_missing(tmp_path, "m:nosuch", ["x"]) == []            # reported where it runs
