@@ -212,6 +212,9 @@ def corpus_window(line_start: str):
     from model.data import DEFAULT_CORPUS, CharTokenizer
     run = trained_run()
     text = Path(DEFAULT_CORPUS).read_text(encoding="utf-8")
-    start = text.index(line_start)
+    start = text.find(line_start)
+    if start < 0:
+        raise ValueError(f"{line_start!r} is not in the shipped corpus {DEFAULT_CORPUS}: an example reads the "
+                         f"trained model on it (restore the corpus, or change the example's text)")
     window = text[start:start + run.model_cfg.seq_len]
     return run, start, window, CharTokenizer(run.chars).encode(window)

@@ -290,3 +290,14 @@ def test_backward_tables_equal_a_direct_call():
     np.testing.assert_array_equal(lm.data["dXn"], dXq + dXkv)
     inv = dict(example("backward_invariants")().blocks[0]["rows"])
     assert inv["Hidden entries of dS"] == inv["Hidden entries of dS that are exactly 0.0"]
+
+
+def test_a_chosen_or_typed_prompt_is_drawn_exactly(built_site):
+    """The heatmap is of exactly the text chosen or typed (up to seq_len characters), never a
+    corpus window that merely starts with it (a hostile test typed 'H' and got 'HAT ENDS WELL')."""
+    chosen = example("chosen_heatmap")
+    assert chosen("H").data["window"] == "H"
+    seq_len = module().corpus_window(module().WINDOW_TEXT)[0].model_cfg.seq_len
+    typed = "To be, or not to be, that is the question"
+    assert chosen(typed, 1, 2).data["window"] == typed[:seq_len]
+    assert chosen(typed, 1, 2).data["A"].shape == (seq_len, seq_len)

@@ -2,6 +2,8 @@
 model.attention (and model.ops.softmax_forward / softmax_backward); the heatmaps read the
 cached training run of site_builder.training_run."""
 
+from pathlib import Path
+
 import numpy as np
 
 from model.attention import (split_heads, merge_heads, causal_mask, hiding, mha_forward, mha_backward,
@@ -233,17 +235,16 @@ PROMPTS_NOTE = "the first seq_len characters"
 
 
 def chosen_heatmap(prompt=WINDOW_TEXT, layer=0, head=0):
-    """One head of one block of the trained model, on a line of the corpus (found by its start)
-    or, under serve, on text the reader typed; either way its first seq_len characters."""
+    """One head of one block of the trained model on exactly the text chosen or typed (its first
+    seq_len characters: the model reads no more), and where in the corpus that text is, if it is."""
     from site_builder.training_run import trained_run
-    from model.data import CharTokenizer
-    try:
-        run, start, window, ids = corpus_window(prompt)
-        where = f"characters {start} to {start + len(ids) - 1} of the shipped corpus"
-    except ValueError:                       # not in the corpus: the reader's own text
-        run = trained_run()
-        window = prompt[:run.model_cfg.seq_len]
-        ids, where = CharTokenizer(run.chars).encode(window), "text typed by the reader"
+    from model.data import DEFAULT_CORPUS, CharTokenizer
+    run = trained_run()
+    window = prompt[:run.model_cfg.seq_len]
+    start = Path(DEFAULT_CORPUS).read_text(encoding="utf-8").find(window)
+    where = (f"characters {start} to {start + len(window) - 1} of the shipped corpus" if start >= 0
+             else "text typed by the reader, not in the corpus")
+    ids = CharTokenizer(run.chars).encode(window)
     cfg = run.model_cfg
     _, cache = forward(run.params, ids, cfg)
     A = cache["blocks"][layer]["att"]["A"][head]          # the weights attention_forward returned in its cache
