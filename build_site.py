@@ -165,6 +165,7 @@ def main(argv=None):
                     print(f"warning: {w}", file=sys.stderr)
             print(f"up to date: nothing changed since the last build ({summary})")
             return 0
+    had_site = args.out.is_dir() and any(args.out.iterdir())
     try:
         from site_builder.build import build
         result = build(ROOT, args.out, strict=args.command == "check", cache_dir=args.cache_dir,
@@ -172,8 +173,8 @@ def main(argv=None):
     except BuildFailed as e:
         for p in e.problems:
             print(p, file=sys.stderr)
-        print(f"build failed: {len(e.problems)} problem(s); the last good site in {args.out} is untouched",
-              file=sys.stderr)
+        kept = f"the last good site in {args.out} is untouched" if had_site else f"nothing was written to {args.out}"
+        print(f"build failed: {len(e.problems)} problem(s); {kept}", file=sys.stderr)
         return 1
     except OutputLocked as e:
         print(f"error: {e}", file=sys.stderr)

@@ -183,3 +183,5 @@ def test_command_line_prints_one_line_per_problem_and_no_traceback(mini):
     assert problems and all(": " in l for l in problems)
     assert "build failed:" in run.stderr.splitlines()[-1]
     assert not (mini / "site").exists()
+    # No site was there before, so there is no "last good site" to speak of.
+    assert run.stderr.splitlines()[-1].endswith(f"nothing was written to {mini / 'site'}"), run.stderr
