@@ -26,6 +26,8 @@ from site_builder.serve import (Rebuilder, SiteState, Watcher, host_warning, is_
                                 resolve_request_path, serve)
 from site_builder.write import write_site
 
+pytestmark = pytest.mark.usefixtures("quick_settle")      # see tests/conftest.py
+
 ROOT = Path(__file__).resolve().parent.parent
 
 PAGE = "<!doctype html>\n<html><head><title>v{v}</title></head>\n<body><p>version {v}</p></body>\n</html>\n"

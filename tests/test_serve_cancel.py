@@ -23,6 +23,8 @@ from tests.conftest import mini_repo
 from tests.test_build_errors import PAGE, SITE
 from tests.test_interrupt import FAST, _stat, running, tree, wait_for, command  # noqa: F401 (a fixture)
 
+pytestmark = pytest.mark.usefixtures("quick_settle")      # see tests/conftest.py
+
 
 class Summary:
     def __init__(self, text):
