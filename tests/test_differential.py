@@ -61,8 +61,8 @@ Modes (environment variables):
                                  model edit and a corpus edit added to their pool (about 65 s
                                  a sequence: a corpus edit trains both runs again)
   DIFFERENTIAL_REPO_SEQUENCES=N  sequences on a copy of the whole repository (real content,
-                                 whole corpus; default 2, see above): cheap edits only, 2 steps
-                                 each; 2 of them cost about 60 s (a cold build, then an 11 s
+                                 whole corpus; default 1, see above): cheap edits only, 2 steps
+                                 each; 2 of them cost about 100 s (a cold build, then an 11 s
                                  --no-cache build per new state)
   DIFFERENTIAL_STEPS=LO-HI       steps per fixture sequence (default 4-8)
   DIFFERENTIAL_SEED=S            the seed (default 12)
@@ -73,7 +73,7 @@ Modes (environment variables):
 Cost: the suite's default is sized to keep the whole suite under 10 minutes on 2 cores. On
 2026-12-01, at load average 1.6-2.3, 12 fixture sequences (76 steps, 78 incremental and 29
 --no-cache builds, 47 memoised) took 177 s, and 2 repository sequences 124 s (a cold build of
-the whole site is about a minute of it); the default of 10 is about 150 s. Every --no-cache
+the whole site is about a minute of it); in the whole suite at load 1.5, 10 fixture sequences took 124 s and 2 repository sequences 103 s; the default is 10 and 1. Every --no-cache
 build subsets the math font again (0.7 s of a 3.5 s fixture build). The nightly run,
 `DIFFERENTIAL_SEQUENCES=300 python3 -m pytest tests/test_differential.py`, takes well over
 40 minutes (measured at 40 before the font subset and the playground's 57 more examples).
@@ -102,7 +102,7 @@ from tests.fixture_project import make_fixture_project, make_repo_copy
 SEED = os.environ.get("DIFFERENTIAL_SEED", "12")
 SEQUENCES = int(os.environ.get("DIFFERENTIAL_SEQUENCES", "10"))     # the suite's size: it must stay under 10 min
 LARGER = SEQUENCES > 30          # the nightly size: the repository's sequences run too, longer, with every edit
-REPO_SEQUENCES = int(os.environ.get("DIFFERENTIAL_REPO_SEQUENCES", str(max(2 if SEQUENCES <= 30 else 3, SEQUENCES // 30))))
+REPO_SEQUENCES = int(os.environ.get("DIFFERENTIAL_REPO_SEQUENCES", str(max(1 if SEQUENCES <= 30 else 3, SEQUENCES // 30))))
 STEPS = tuple(int(n) for n in os.environ.get("DIFFERENTIAL_STEPS", "4-8").split("-"))
 ONLY = {int(n) for n in os.environ.get("DIFFERENTIAL_ONLY", "").split(",") if n.strip()}
 WORKERS = int(os.environ.get("DIFFERENTIAL_WORKERS", "2"))
