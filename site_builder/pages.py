@@ -16,7 +16,7 @@ import numpy as np
 from site_builder.content import concepts, section_kind
 from site_builder.example_runner import DEFAULT_TIMEOUT, ExampleStore, Request, run_example
 from site_builder.problems import Problem
-from site_builder.render import ROLE_LABELS, source_url, line_anchor, short_file
+from site_builder.render import ROLE_LABELS, cite_authors, source_url, line_anchor, short_file
 from site_builder.resolve import resolve_snippet, resolve_function, ResolveError
 from site_builder.symbols import render_equation, code_links
 
@@ -97,15 +97,6 @@ def spoken_list(items):
     """[12] -> '12'; [12, 19] -> '12 and 19'; [1, 2, 3] -> '1, 2 and 3'."""
     items = [str(x) for x in items]
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def cite_authors(authors):
-    """'Vaswani, Shazeer, ...' -> 'Vaswani et al.'; 'Hendrycks and Gimpel' or 'Hendrycks,
-    Gimpel' -> 'Hendrycks and Gimpel'; one author stays one. Surnames as written."""
-    names = [n.strip() for part in authors.split(",") for n in part.split(" and ") if n.strip()]
-    if any(n in ("...", "et al.", "et al") for n in names) or len(names) > 2:
-        return f"{names[0]} et al."
-    return " and ".join(names)
 
 
 def function_pages(content):

@@ -65,6 +65,16 @@ def short_file(file):
     return file.split("/", 1)[1] if file.startswith("model/") else file
 
 
+def cite_authors(authors):
+    """'Vaswani, Shazeer, ...' or 'Vaswani and others' -> 'Vaswani et al.'; 'Hendrycks and
+    Gimpel' or 'Hendrycks, Gimpel' -> 'Hendrycks and Gimpel'; one author stays one. Surnames as
+    written. Citations and quotations both name their source this way."""
+    names = [n.strip() for part in authors.split(",") for n in part.split(" and ") if n.strip()]
+    if any(n in ("...", "et al.", "et al", "others") for n in names) or len(names) > 2:
+        return f"{names[0]} et al."
+    return " and ".join(names)
+
+
 class Renderer:
     """Holds what every page shares: the index, the problems list, the math cache."""
 
@@ -190,7 +200,7 @@ class Renderer:
         others = self.sources.get("sources") or {}
         if key in papers:
             entry = papers[key]
-            who = f"{str(entry.get('authors', key)).split(',')[0].split(' and ')[0].strip()} et al. {entry.get('year', '')}".strip()
+            who = f"{cite_authors(str(entry.get('authors', key)))} {entry.get('year', '')}".strip()
         elif key in others:
             who = str(others[key])
         else:

@@ -6,7 +6,8 @@ import pytest
 
 from site_builder.content import tex_traps
 from site_builder.mathrender import render_tex, space_operators
-from site_builder.pages import cite_authors, spoken_list, tex_name
+from site_builder.pages import spoken_list, tex_name
+from site_builder.render import cite_authors
 from site_builder.resolve import ResolveError, resolve_snippet
 from site_builder.source_index import build_index
 from site_builder.symbols import wrap_symbols
