@@ -22,6 +22,7 @@ floats, each within `min`..`max`). A choice parameter that is not playable accep
 declared values.
 """
 import ast
+import functools
 import itertools
 import math
 from pathlib import Path
@@ -99,18 +100,30 @@ def parameters_missing(root, run: str, names) -> list:
     read from its source's syntax tree (nothing is imported). [] if it takes **kwargs, or if
     the module or function is not found (that is reported where the example runs)."""
     module, _, function = run.partition(":")
+    path = Path(root) / "content" / "examples" / f"{module}.py"
     try:
-        tree = ast.parse((Path(root) / "content" / "examples" / f"{module}.py").read_bytes())
-    except (OSError, SyntaxError, ValueError):
+        data = path.read_bytes()
+    except OSError:
         return []
+    taken = _parameters_taken(str(path), data).get(function)
+    return [] if taken is None else [n for n in names if n not in taken]
+
+
+@functools.lru_cache(maxsize=64)
+def _parameters_taken(path: str, data: bytes) -> dict:
+    """{function: set of parameter names, or None if it takes **kwargs} of one example module.
+    Keyed on the bytes: a build asks this for every example, and parsing the module each time
+    was half of a build with its example caches filled."""
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return {}
+    found = {}
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == function:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name not in found:
             a = node.args
-            if a.kwarg:
-                return []
-            taken = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
-            return [n for n in names if n not in taken]
-    return []
+            found[node.name] = None if a.kwarg else {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
+    return found
 
 
 def _literal(v):
