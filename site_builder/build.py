@@ -58,12 +58,12 @@ class BuildResult:
                 f"in {self.seconds:.2f} s")
 
 
-def git_commit(root: Path):
-    try:
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() if out.returncode == 0 else None
+def site_info_for(root: Path, content, cfg) -> dict:
+    """What every page says of where it was built: the repository, the commit and the files
+    that differ from it (their GitHub links would show other lines), and the config."""
+    commit = fingerprint.head_commit(root)
+    return dict(repo_url=str(content.site.get("repo_url", "")).rstrip("/"), branch=content.site.get("branch", "main"),
+                commit=commit, uncommitted=fingerprint.uncommitted_files(root) if commit else frozenset(), config=cfg)
 
 
 _VOCAB_SIZES = {}
@@ -162,7 +162,7 @@ def shared_page_key(root: Path, content, index, site_info, input_digests):
         [(slug, str(p.meta.get("title")), str(p.meta.get("summary")),
           [str(c.get("function")) + ":" + str(c.get("id")) for c in concepts(p)]) for slug, p in content.pages.items()],
         sorted(declared_probes(content).items()),     # a page's probe gives shapes to other pages' functions
-        site_info["commit"], repr(site_info["config"]))
+        site_info["commit"], sorted(site_info["uncommitted"] & set(index.files)), repr(site_info["config"]))
 
 
 def page_keys(root: Path, content, shared: str, identities: dict, slugs=None):
@@ -282,9 +282,7 @@ def gather(root: Path, problems: list, cache=None, jobs=1, memos=None, retrain=F
     from site_builder.example_runner import ExampleStore, run_examples
     store = ExampleStore(root, cache if cache is not None else BuildCache(None))
     shapes = with_declared_shapes(root, cfg, store, cached_shapes(root, cfg, store), content)
-    commit = git_commit(root)
-    site_info = dict(repo_url=str(content.site.get("repo_url", "")).rstrip("/"),
-                     branch=content.site.get("branch", "main"), commit=commit, config=cfg)
+    site_info = site_info_for(root, content, cfg)
     renderer = Renderer(root, index, problems, memos.code if memos else None)
     renderer.sources = quotation_sources(content)
     requests = example_requests(root, content)
@@ -320,7 +318,9 @@ def render_all(root, content, index, renderer, model, site_info, cache=None):
         jinja_dir.mkdir(parents=True, exist_ok=True)
     env = make_environment(root, jinja_dir)
     commit = site_info["commit"]
-    built_from = (f"Built from commit {commit[:12]}" if commit else "Built outside a git checkout (no commit to cite)")
+    changed = sorted(site_info["uncommitted"] & set(index.files))
+    built_from = ("Built outside a git checkout (no commit to cite)" if not commit else f"Built from commit {commit[:12]}"
+                  + (f", with uncommitted changes to {', '.join(changed)}" if changed else ""))
     source_files = sorted(f for f in index.files if f.startswith("model/")) + sorted(model.cited_files)
     nav = [dict(slug=p["slug"], title=p["title"], summary=p["summary"]) for p in model.pages]
     common = dict(site=dict(title=content.site.get("title", "Documentation"), description=content.site.get("description", "")),
@@ -359,7 +359,7 @@ def render_all(root, content, index, renderer, model, site_info, cache=None):
                 for i, h in enumerate(renderer.highlighted_lines(f))]
         github = f"{site_info['repo_url']}/blob/{commit or site_info['branch']}/{f}"
         html = env.get_template("source.html").render(
-            file=f, lines=rows, commit=commit, github=github, branch=site_info["branch"],
+            file=f, lines=rows, commit=commit, github=github, uncommitted=f in site_info["uncommitted"], branch=site_info["branch"],
             cited_count=sum(1 for r in rows if r["cited"]), title=f, description=f"Source of {f}",
             root="../" * depth, current="source:" + f, prev_href=None, next_href=None, **common)
         files[source_url(f)] = html.encode()
@@ -573,8 +573,7 @@ def check_pages(root: Path, slugs, cache_dir=None, jobs=None):
     from site_builder.example_runner import ExampleStore, run_examples
     store = ExampleStore(root, cache)
     shapes = with_declared_shapes(root, cfg, store, cached_shapes(root, cfg, store), content)
-    site_info = dict(repo_url=str(content.site.get("repo_url", "")).rstrip("/"),
-                     branch=content.site.get("branch", "main"), commit=git_commit(root), config=cfg)
+    site_info = site_info_for(root, content, cfg)
     renderer = Renderer(root, index, problems, memos.code)
     renderer.sources = quotation_sources(content)         # {{quote KEY | ...}} names these
     requests = example_requests(root, content, slugs)

@@ -42,11 +42,36 @@ def input_files(root: Path):
 
 
 def head_commit(root: Path):
+    """The checkout's HEAD commit, or None outside a git checkout."""
     try:
         out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
         return out.stdout.strip() if out.returncode == 0 else None
     except (OSError, subprocess.TimeoutExpired):
         return None
+
+
+def uncommitted_files(root: Path) -> frozenset:
+    """Repository paths whose working copy is not HEAD's (modified, added or untracked): a
+    GitHub link at HEAD's commit would show other lines for them. Determined by HEAD and the
+    files' bytes, which the keys already hold."""
+    try:
+        out = subprocess.run(["git", "-C", str(root), "status", "--porcelain=v1", "-z", "--untracked-files=all"],
+                             capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return frozenset()
+    if out.returncode != 0:
+        return frozenset()
+    paths, entries = set(), out.stdout.decode("utf-8", "surrogateescape").split("\0")
+    i = 0
+    while i < len(entries):
+        entry = entries[i]
+        if len(entry) > 3:
+            paths.add(entry[3:])
+            if entry[0] in "RC" and i + 1 < len(entries):    # a rename's old path follows on its own
+                i += 1
+                paths.add(entries[i])
+        i += 1
+    return frozenset(paths)
 
 
 def _sha(path: Path) -> str:

@@ -162,6 +162,10 @@ class PageBuilder:
         return dict(label=short, href=source_url(f.file) + f"#{line_anchor(f.start, f.end)}")
 
     def github(self, file, start, end=None):
+        """The line's permalink on GitHub, or None when the file differs from the commit (the
+        link would show other lines)."""
+        if file in self.site["uncommitted"]:
+            return None
         base, commit = self.site["repo_url"], self.site["commit"] or self.site["branch"]
         return f"{base}/blob/{commit}/{file}#{line_anchor(start, end)}"
 

@@ -1,0 +1,50 @@
+"""GitHub permalinks cite the commit the site was built from, and only for files that equal it.
+
+A file with uncommitted changes has other lines on GitHub at that commit, so its links are left
+out and its source page says why (site_builder/fingerprint.py uncommitted_files)."""
+import os
+import subprocess
+from pathlib import Path
+
+from site_builder.fingerprint import head_commit, uncommitted_files
+from site_builder.render import make_environment
+from tests.fixture_project import GIT_ENV
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def git(repo, *args):
+    subprocess.run(["git", *args], cwd=repo, env={**os.environ, **GIT_ENV}, check=True, capture_output=True)
+
+
+def test_uncommitted_files_lists_every_path_that_differs_from_head(tmp_path):
+    for name in ("clean.py", "edited.py", "deleted.py", "old name.py", "staged.py"):
+        (tmp_path / name).write_text(f"# {name}\n")
+    git(tmp_path, "init", "-q", "-b", "main")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-q", "--no-gpg-sign", "-m", "one")
+    assert uncommitted_files(tmp_path) == frozenset()
+    (tmp_path / "edited.py").write_text("# changed\n")
+    (tmp_path / "deleted.py").unlink()
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "new.py").write_text("# new\n")
+    git(tmp_path, "mv", "old name.py", "new name.py")
+    (tmp_path / "staged.py").write_text("# staged\n")
+    git(tmp_path, "add", "staged.py")
+    assert uncommitted_files(tmp_path) == {"edited.py", "deleted.py", "sub/new.py", "new name.py", "old name.py", "staged.py"}
+    (tmp_path / "edited.py").write_text("# edited.py\n")          # reverted by hand: equal to HEAD again
+    assert "edited.py" not in uncommitted_files(tmp_path)
+    assert head_commit(tmp_path)
+
+
+def test_outside_a_checkout_nothing_is_uncommitted(tmp_path):
+    assert head_commit(tmp_path) is None
+    assert uncommitted_files(tmp_path) == frozenset()
+
+
+def test_a_missing_permalink_says_why_instead_of_linking(tmp_path):
+    macros = make_environment(ROOT, None).get_template("partials/macros.html").module
+    assert str(macros.github_link("https://github.com/o/r/blob/abc/model/ops.py#L3", "GitHub")) == \
+        '<a href="https://github.com/o/r/blob/abc/model/ops.py#L3">GitHub</a>'
+    missing = str(macros.github_link(None, "GitHub"))
+    assert "<a" not in missing and "not on GitHub yet" in missing and "not committed" in missing
