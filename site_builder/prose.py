@@ -43,7 +43,8 @@ PAPER_PLACE_RE = re.compile(
     r"\s*\d[\d.]*(?:(?:\s*(?:,|and|to|-|–)\s*)\d[\d.]*)*")
 ACRONYM_RE = re.compile(r"\b[A-Z]{2,}-\d+\b")          # UTF-8, SHA-256: names
 LIST_MARKER_RE = re.compile(r"^[ \t]*\d+[.)][ \t]", re.M)  # an ordered list's item: Markdown numbers it
-NUMBER_RE = re.compile(r"(?<![A-Za-z_\d.])\d[\d.,]*(?:e[-+]?\d+)?(?:st|nd|rd|th)?(?![A-Za-z_\d])"
+NUMBER_RE = re.compile(r"\d*[\u00bc-\u00be\u2150-\u215e]"        # ½, 2¾: a number \d does not see
+                       r"|(?<![A-Za-z_\d.])\d[\d.,]*(?:e[-+]?\d+)?(?:st|nd|rd|th)?(?![A-Za-z_\d])"
                        r"|(?<![A-Za-z_\d.])\d[\d.,]*(?=[A-Za-z_])")
 ALLOWED_ALONE = {"0", "1", "0.0", "1.0"}
 

@@ -32,6 +32,7 @@ PROBLEM = re.compile(r"^(?P<file>[^\s:]+):(?P<line>\d+): (?P<what>.*)$")
     ("a value {{block:facts.caches | words}} and {{quote vaswani2017 | eps = 0.1}}", []),
     ("[[model.transformer.ffn_backward | c[\"positive\"]]] cites line 3", ["3"]),
     ("1. first\n2. second\n3. third", []),
+    ("about ½ of the weight, 2¾ times more", ["½", "2¾"]),
     ("<a href=\"x.html#L12\">link</a> and [text](page.html#L40)", []),
 ])
 def test_the_rule_catches_digits_and_lets_through_what_it_says(text, caught):
