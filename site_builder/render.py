@@ -184,7 +184,7 @@ class Renderer:
                 path = "." + next(iter(data))
             text = prose.format_value(prose.dig(data, path), spec)
         except (KeyError, IndexError, TypeError, ValueError) as e:
-            self.problems.append(Problem(file, at, f"cannot compute {m.group(0).strip()}: {str(e).strip(chr(39) + chr(34))}",
+            self.problems.append(Problem(file, at, f"cannot compute {m.group(0).strip()}: {e.args[0] if e.args else e}",
                                          f"return the value in the data of {ref}, or correct the key or the format"))
             return "?"
         self.values.append(dict(file=file, line=at, example=ref, key=path.lstrip("."),

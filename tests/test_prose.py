@@ -81,20 +81,24 @@ def test_check_fails_on_a_typed_number_in_prose_at_its_line(tmp_path):
     had: check fails, naming the page and the line of each, in the one-line format."""
     page = PAGE.replace("The body, with a [link](mini.html#mini).",
                         "The body, with a [link](mini.html#mini).\n\nFor scale, the model has 31444 parameters.\n\n"
-                        "Gone: {{mini:sizes.missing}}.\n\nUnclosed: {{mini:sizes.d and on.\n\n"
+                        "Gone: {{mini:sizes.missing}}.\n\nBad format: {{mini:sizes.n | .2z}}.\n\nUnclosed: {{mini:sizes.d and on.\n\n"
                         "No bar: {{quote vaswani2017 the words}}.")
     root = mini_repo(tmp_path, SITE, page, {"mini": VALUES})
     with pytest.raises(BuildFailed) as e:
         build(root, root / "site", strict=True, use_cache=False)
     lines = [str(p) for p in e.value.problems]
     at = {needle: next(i for i, l in enumerate(page.split("\n"), 1) if needle in l)
-          for needle in ("31444", "Gone:", "Unclosed:", "No bar:")}
+          for needle in ("31444", "Gone:", "Bad format:", "Unclosed:", "No bar:")}
     typed = [l for l in lines if "typed number" in l]
     assert len(typed) == 1 and PROBLEM.match(typed[0]), lines
     assert typed[0].startswith(f"content/pages/mini.md:{at['31444']}: typed number '31444' in prose (")
     assert typed[0].endswith(")") and "\n" not in typed[0]
     missing = [l for l in lines if "missing" in l]
     assert missing and missing[0].startswith(f"content/pages/mini.md:{at['Gone:']}: cannot compute {{{{mini:sizes.missing}}}}: no 'missing'")
+    bad = [l for l in lines if "mini:sizes.n |" in l]    # Python's own message, its quotes whole
+    assert bad == [f"content/pages/mini.md:{at['Bad format:']}: cannot compute {{{{mini:sizes.n | .2z}}}}: "
+                   f"Unknown format code 'z' for object of type 'int' (return the value in the data of mini:sizes, "
+                   f"or correct the key or the format)"], lines
     # Braces that parse as neither a value nor a quotation would show raw on the page: one line each.
     raw = [l for l in lines if "is neither a computed value nor a quotation" in l]
     assert [l.split(":")[1] for l in raw] == [str(at["Unclosed:"]), str(at["No bar:"])], lines
