@@ -353,8 +353,9 @@ class SiteHandler(BaseHTTPRequestHandler):
 
     def _not_allowed(self):
         self.close_connection = True          # any request body is left unread
-        self._send(405, b"405 method not allowed: only GET and HEAD\n", "text/plain; charset=utf-8",
-                   body=self.command != "HEAD", extra={"Allow": "GET, HEAD", "Connection": "close"})
+        allowed = "POST" if self.path.partition("?")[0] == "/__play" else "GET, HEAD"
+        self._send(405, f"405 method not allowed: only {allowed.replace(', ', ' and ')}\n".encode(), "text/plain; charset=utf-8",
+                   body=self.command != "HEAD", extra={"Allow": allowed, "Connection": "close"})
 
     def _send(self, status, data: bytes, ctype: str, body=True, extra=None, cache="no-cache"):
         self.send_response(status)
@@ -387,6 +388,8 @@ class SiteHandler(BaseHTTPRequestHandler):
             return self._send(200, json.dumps(snap).encode(), "application/json", body, cache="no-store")
         if raw == "/__errors":
             return self._send(200, json.dumps(state.snapshot()).encode(), "application/json", body, cache="no-store")
+        if raw == "/__play":                  # the playground takes only a POST
+            return self._not_allowed()
         if raw == "/__reload.js":
             return self._send(200, RELOAD_JS.encode(), "text/javascript; charset=utf-8", body)
         out = self.server.out

@@ -179,6 +179,10 @@ def test_only_get_and_head(site):
         assert headers["allow"] == "GET, HEAD"
     status, headers, body = site.request("/static/site.css", method="HEAD")
     assert status == 200 and body == b"" and int(headers["content-length"]) == len(FILES["static/site.css"][0])
+    for method in ("GET", "HEAD", "PUT", "DELETE", "OPTIONS"):       # the playground takes only a POST
+        status, headers, body = site.request("/__play", method=method)
+        assert (status, headers["allow"]) == (405, "POST"), method
+        assert body == (b"" if method == "HEAD" else b"405 method not allowed: only POST\n"), method
 
 
 # --- live reload ---------------------------------------------------------------------------------
