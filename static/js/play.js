@@ -98,11 +98,17 @@
   for (const form of forms) {
     first.set(form, body(form).innerHTML);
     let moved = false;
+    const unknown = [];
     for (const s of selects(form)) {
       const want = params.get(s.name);
-      if (want !== null && [...s.options].some((o) => o.value === want) && s.value !== want) {
-        s.value = want;
+      // ?temperature=2 picks the choice 2.0: the same number, written another way
+      const match = want === null ? null : [...s.options].find((o) => o.value === want ||
+        (want.trim() !== "" && !isNaN(Number(want)) && !isNaN(Number(o.value)) && Number(o.value) === Number(want)));
+      if (match && s.value !== match.value) {
+        s.value = match.value;
         moved = true;
+      } else if (want !== null && !match) {
+        unknown.push(`${s.name}=${want}`);
       }
       s.addEventListener("change", () => {
         const free = form.querySelector(`input[name="${s.name}"]`);
@@ -122,6 +128,7 @@
       });
     }
     if (moved) choose(form);
+    if (unknown.length) say(form, `The link asks for ${unknown.join(" and ")}, which is not among the choices; the page shows ${selects(form).map((s) => `${s.name}=${s.value}`).join(", ")}.`, true);
     if (serve) {
       for (const label of form.querySelectorAll(".play-free")) label.hidden = false;
       for (const note of form.querySelectorAll(".play-note")) note.hidden = true;

@@ -40,7 +40,7 @@ def test_choosing_a_head_and_a_temperature_on_the_static_site(page, site_url):
                            arg=example_with(page, "head").element_handle())
     assert example_with(page, "head").locator('select[name="head"]').input_value() == "2"
 
-    page.goto(site_url + "generation.html?temperature=2.0")
+    page.goto(site_url + "generation.html?temperature=2")        # the choice is written 2.0: the same number
     ex = example_with(page, "temperature")
     want = load_example(ROOT, "generation:at_temperature")(temperature=2.0).blocks
     page.wait_for_function("(el) => el.querySelector('.example-body caption') && "
@@ -54,6 +54,11 @@ def test_choosing_a_head_and_a_temperature_on_the_static_site(page, site_url):
     page.wait_for_function("(el) => el.querySelector('.example-body th:nth-child(3)').textContent.includes('T = 0.25')",
                            arg=ex.element_handle())
     assert "temperature=0.25" in page.url
+    page.goto(site_url + "generation.html?temperature=7")        # not among the choices: said, not ignored
+    status = example_with(page, "temperature").locator(".play-status")
+    assert "temperature=7, which is not among the choices" in status.text_content()
+    assert example_with(page, "temperature").locator('select[name="temperature"]').input_value() == \
+        example_with(page, "temperature").locator('select[name="temperature"] option[selected]').get_attribute("value")
 
 
 def test_a_typed_prompt_is_recomputed_under_serve(page, play_server):
