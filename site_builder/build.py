@@ -320,7 +320,8 @@ def render_all(root, content, index, renderer, model, site_info, cache=None):
     commit = site_info["commit"]
     changed = sorted(site_info["uncommitted"] & set(index.files))
     built_from = ("Built outside a git checkout (no commit to cite)" if not commit else f"Built from commit {commit[:12]}"
-                  + (f", with uncommitted changes to {', '.join(changed)}" if changed else ""))
+                  + (f", with uncommitted changes to {', '.join(changed[:3])}" if changed else "")
+                  + (f" and {len(changed) - 3} more files" if len(changed) > 3 else ""))
     source_files = sorted(f for f in index.files if f.startswith("model/")) + sorted(model.cited_files)
     nav = [dict(slug=p["slug"], title=p["title"], summary=p["summary"]) for p in model.pages]
     common = dict(site=dict(title=content.site.get("title", "Documentation"), description=content.site.get("description", "")),
