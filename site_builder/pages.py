@@ -446,9 +446,9 @@ class PageBuilder:
         if others or not arrays:
             return (f"give the concept an example that calls {c['function']} (its run records the shapes: "
                     f"{', '.join(others) or 'its parameters'} cannot be built from a shape); or write the shape in words")
-        entries = ", ".join(f"{name}: '(T, d)'" for name in arrays)
-        return (f"declare its inputs on the concept: probe: {{{entries}}}, with the right shape for each, "
-                f"axes T, d, F, V, h, dk, L or numbers; or give the concept an example that calls it")
+        entries = ", ".join(f"{name}: ..." for name in arrays)
+        return (f"declare its inputs on the concept: probe: {{{entries}}}, each a shape such as '(T, d)' "
+                f"(axes T, d, F, V, h, dk, L or numbers) or a number; or give the concept an example that calls it")
 
     def example_checks(self, c, rows):
         """The concept's symbol rows that are not one recorded name: checked against the probe's
