@@ -433,7 +433,7 @@ class PageBuilder:
                                      f"add code: NAME (its locals: {', '.join(locals_) or 'none'})"))
         return ""
 
-    def probe_fix(self, c):
+    def probe_fix(self, c, block=False):
         """How to give shapes to a function nothing runs: a `probe:` of its inputs when every
         parameter without a default takes an array, else an example that calls it (a
         parameter dict, a config, a path or an rng cannot be made from a shape)."""
@@ -443,6 +443,10 @@ class PageBuilder:
             arrays, others = array_params(self.index.files[f.file][f.first_line - 1:f.end])
         except (KeyError, SyntaxError):
             arrays, others = ["x"], []
+        if (others or not arrays) and block:        # a shapes block needs the probe's symbols
+            return (f"a probe cannot build {', '.join(others) or 'its parameters'} from shapes: show these arrays as "
+                    f"symbol rows instead (the concept's example run checks them), or the shapes of a function a probe "
+                    f"reaches (function: ...)")
         if others or not arrays:
             return (f"give the concept an example that calls {c['function']} (its run records the shapes: "
                     f"{', '.join(others) or 'its parameters'} cannot be built from a shape); or write the shape in words")
@@ -461,7 +465,9 @@ class PageBuilder:
         wrong, checked, unknown, reached = {}, {}, {}, False
         if self.shapes.get(fn) and not self.failed_probe(fn):
             # the probe reaches it: its shapes, at sizes where every letter differs, decide
-            calls, sizes = from_probe(self.shapes)
+            if getattr(self, "_probe_recording", None) is None:
+                self._probe_recording = from_probe(self.shapes)         # once per build: the table is large
+            calls, sizes = self._probe_recording
             wrong, ok, unknown = check_rows(rows, calls.get(fn, {}), calls, {}, f"{fn}, in the probe run,", sizes)
             checked = {line: PROBE_CHECKED for line in ok}
             rows = [r for r in rows if r.line in unknown or not declared_shapes(r.declared)]   # the rest: the examples'
@@ -615,7 +621,7 @@ class PageBuilder:
                                                  f"no shape recorded for '{name}' in {fn} "
                                                  f"(names the probe saw: {saw or 'none'})",
                                                  f"use one of those names" if saw else
-                                                 self.probe_fix(dict(function=fn))))
+                                                 self.probe_fix(dict(function=fn), block=True)))
                     continue
                 label = "out" if str(name).startswith("return") else str(name)
                 if sizes is not None:

@@ -285,6 +285,9 @@ sections:
           - {role: inline, snippet: grad_norm}
     symbols:
       - {tex: 'g', meaning: Norm, code: grad_norm, shape: '(1, 5)'}
+    shapes:
+      - title: Norm
+        names: [grad_norm]
 ---
 Intro.
 """
@@ -332,6 +335,10 @@ def test_a_declared_shape_only_an_example_reaches_is_checked_axis_by_axis(tmp_pa
     assert unchecked.strict and "nothing checks the declared shape (1, 5) of 'grad_norm'" in unchecked.message
     assert "give the concept an example that calls model.train.train_step" in unchecked.fix
     assert "params" in unchecked.fix and "probe:" not in unchecked.fix
+    # a shapes block needs the probe's symbols, which no example gives: its fix says so
+    failing, _, _ = check_pages(root, ["mini"], cache_dir=tmp_path / "cache", jobs=1)
+    block = [p for p in failing if p.line == line("names: [grad_norm]")]
+    assert len(block) == 1 and "a probe cannot build params, opt, cfg, tcfg from shapes" in block[0].fix, block
 
 
 def test_symbol_codes_are_read_from_the_recorded_shapes():
