@@ -307,8 +307,9 @@ def config_sizes(names: dict, data: dict) -> dict:
 
 
 def check_rows(rows: list, names: dict, calls: dict, data: dict, function: str, sizes: dict | None = None):
-    """Check each Row against one recording of `function` ({name: entry}): an example's, or
-    the probe's (`from_probe`, with `sizes` its letters). Returns ({line: message} for rows
+    """Check each Row against one recording of a function ({name: entry}): an example's, or
+    the probe's (`from_probe`, with `sizes` its letters); `function` names that run in the
+    messages ("the example tokens:first_batch's run of model.data.get_batch"). Returns ({line: message} for rows
     that disagree, {lines checked}, {line: why not} for rows with a shape that this
     recording could not check)."""
     sizes = dict(sizes) if sizes is not None else config_sizes(names, data)
@@ -355,7 +356,7 @@ def check_rows(rows: list, names: dict, calls: dict, data: dict, function: str, 
             continue
         if any(kind != "a" for kind, _ in got):
             what = ", ".join(format_entry(e) for e in got)
-            wrong[row.line] = (f"declared {row.declared} for '{row.code}', but in the example's run of {function} "
+            wrong[row.line] = (f"declared {row.declared} for '{row.code}', but in {function} "
                                f"it is {what}")
             continue
         problems, complete = [], True
@@ -371,7 +372,7 @@ def check_rows(rows: list, names: dict, calls: dict, data: dict, function: str, 
                     whence = "; ".join(f"{x} = {sizes[x][0]} from {sizes[x][1]}" for x in _axis_names(axis) if x in sizes)
                     problems.append(f"axis {i} is {n}, not {axis}" + (f" ({whence})" if whence else ""))
         if problems:
-            wrong[row.line] = (f"declared {row.declared} for '{row.code}', but the example's run of {function} "
+            wrong[row.line] = (f"declared {row.declared} for '{row.code}', but {function} "
                                f"gives {' and '.join(_fmt(s) for _, s in got)}: " + "; ".join(problems))
         elif complete:
             checked.add(row.line)

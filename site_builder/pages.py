@@ -468,14 +468,14 @@ class PageBuilder:
             if getattr(self, "_probe_recording", None) is None:
                 self._probe_recording = from_probe(self.shapes)         # once per build: the table is large
             calls, sizes = self._probe_recording
-            wrong, ok, unknown = check_rows(rows, calls.get(fn, {}), calls, {}, f"{fn}, in the probe run,", sizes)
+            wrong, ok, unknown = check_rows(rows, calls.get(fn, {}), calls, {}, f"the probe run of {fn}", sizes)
             checked = {line: PROBE_CHECKED for line in ok}
             rows = [r for r in rows if r.line in unknown or not declared_shapes(r.declared)]   # the rest: the examples'
         for ref, result in getattr(self, "_recordings", []):
             recorded = getattr(result, "shapes", None) or {}
             names = recorded.get(fn)
             reached |= names is not None
-            w, ok, why = check_rows(rows, names or {}, recorded, result.data, f"{fn}, in the example {ref},")
+            w, ok, why = check_rows(rows, names or {}, recorded, result.data, f"the example {ref}'s run of {fn}")
             for line, message in w.items():
                 wrong.setdefault(line, message)
             for line in ok:
@@ -483,6 +483,53 @@ class PageBuilder:
             for line, message in why.items():
                 unknown.setdefault(line, message)
         return wrong, {line: how for line, how in checked.items() if line not in wrong}, unknown, reached
+
+    def callees(self, fn):
+        """The model functions fn calls, directly or not (by the index's call graph)."""
+        seen, todo = set(), [fn]
+        while todo:
+            q = todo.pop()
+            if q in seen:
+                continue
+            seen.add(q)
+            try:
+                todo.extend(x for x in self.index.calls(q) if x.startswith("model."))
+            except KeyError:
+                pass
+        return seen - {fn}
+
+    def callee_checks(self, c, rows, lines):
+        """Rows (at `lines`) whose code names arrays of a function the concept's function
+        calls (`S` of mha_forward on the gradient-check page): checked against each callee
+        whose recording holds them, the probe's where it reaches them, else the examples'.
+        Returns {line: how} of the rows a callee agrees with and none disagrees with. A
+        disagreement is no problem: a callee's recording is its first call, which may be
+        another caller's (layer_norm_forward of the language model, not of the encoder), so
+        such a row stays unmarked, as a row in words does."""
+        from site_builder.example_shapes import check_rows, from_probe
+        if not lines:
+            return {}
+        if getattr(self, "_probe_recording", None) is None:
+            self._probe_recording = from_probe(self.shapes)
+        calls, sizes = self._probe_recording
+        callees = sorted(self.callees(c["function"]))
+        runs = [(calls, sizes, {}, "the probe run", PROBE_CHECKED)]
+        runs += [(getattr(r, "shapes", None) or {}, None, r.data, f"the example {ref}'s run", EXAMPLE_CHECKED)
+                 for ref, r in getattr(self, "_recordings", [])]
+        verdicts = {line: ([], []) for line in lines}            # line -> (agreeing, disagreeing)
+        for recorded, letters, data, where, how in runs:
+            open_lines = [line for line, v in verdicts.items() if not v[0] and not v[1]]   # the probe's verdict stands
+            for q in callees:
+                names = recorded.get(q)
+                if not names or not open_lines:
+                    continue
+                w, ok, _ = check_rows(rows, names, recorded, data, f"{where} of {q}", letters)
+                for line in open_lines:
+                    if line in ok:
+                        verdicts[line][0].append(how)
+                    elif line in w:
+                        verdicts[line][1].append(w[line])
+        return {line: v[0][0] for line, v in verdicts.items() if v[0] and not v[1]}
 
     def symbols(self, page, c, examples=()):
         from site_builder.example_shapes import Row, declared_shapes, names_own
@@ -507,6 +554,10 @@ class PageBuilder:
             rows.append((s, code, Row(s.line_of("shape"), str(s.get("shape_of", code)), str(s["shape"]),
                                       tex_name(str(s["tex"])) if len(parts) == 1 else "")))
         wrong, by_example, why_not, reached = self.example_checks(c, [r for _, _, r in rows])
+        others = [r.line for s, code, r in rows if r.line not in wrong and r.line not in by_example
+                  and fn_shapes.get(code) is None and declared_shapes(r.declared) is not None
+                  and not names_own(r.code, locals_)]
+        by_example.update(self.callee_checks(c, [r for _, _, r in rows], others))
         for s, code, row in rows:
             declared = str(s["shape"])
             info = fn_shapes.get(code)

@@ -242,8 +242,8 @@ def test_the_examples_run_checks_a_declared_shape_no_probe_reaches(tmp_path):
     root = mini_repo(tmp_path, SITE, TRACED_PAGE, {"mini": TRACED_EXAMPLE})
     failing, warnings, _ = check_pages(root, ["mini"], cache_dir=tmp_path / "cache", jobs=1)
     shown = [str(p) for p in failing + warnings if p.file == "content/pages/mini.md"]
-    assert any(":16: declared (T, d) for 'ids', but the example's run of model.data.train_val_split, in the example "
-               "mini:split, gives (20,): (20,) has 1 axes, not 2" in m for m in shown), shown
+    assert any(":16: declared (T, d) for 'ids', but the example mini:split's run of model.data.train_val_split "
+               "gives (20,): (20,) has 1 axes, not 2" in m for m in shown), shown
     page = root / "content" / "pages" / "mini.md"
     page.write_text(TRACED_PAGE.replace("code: ids, shape: '(T, d)'", "code: ids, shape: '(N,)'"))
     failing, warnings, _ = check_pages(root, ["mini"], cache_dir=tmp_path / "cache", jobs=1)
