@@ -261,7 +261,7 @@ sections:
     math:
       - eq: w
         name: Windows
-        tex: x = W, y = W
+        tex: x = W, y = W, s
         refs:
           - {role: inline, snippet: windows}
     symbols:
@@ -270,6 +270,7 @@ sections:
       - {tex: 'W', meaning: All windows, code: windows, shape: '(B, T + 1)'}
       - {tex: 'x', meaning: Inputs, code: 'return[0]', shape: '(B, T)'}
       - {tex: 'y', meaning: Targets, code: 'return[1]', shape: '(B, T)'}
+      - {tex: 's', meaning: Starts, code: 'starts[b]', shape_of: starts, shape: '(B,)'}
     examples:
       - {title: Batch, run: mini:batch}
   - id: mini-step
@@ -323,9 +324,11 @@ def test_a_declared_shape_only_an_example_reaches_is_checked_axis_by_axis(tmp_pa
     step = line("code: grad_norm")
     assert set(found) == {step}, [str(p) for p in found.values()]       # only train_step's row
     wrong = problems(BATCH_PAGE.replace("code: 'return[0]', shape: '(B, T)'", "code: 'return[0]', shape: '(B, T, d)'")
-                     .replace("code: 'return[1]', shape: '(B, T)'", "code: 'return[1]', shape: '(T, B)'"))
-    x, y = line("code: 'return[0]'"), line("code: 'return[1]'")
-    assert set(wrong) == {x, y, step}
+                     .replace("code: 'return[1]', shape: '(B, T)'", "code: 'return[1]', shape: '(T, B)'")
+                     .replace("shape_of: starts, shape: '(B,)'", "shape_of: starts, shape: '(T,)'"))
+    x, y, starts = line("code: 'return[0]'"), line("code: 'return[1]'"), line("shape_of: starts")
+    assert set(wrong) == {x, y, starts, step}
+    assert "declared (T,) for 'starts'" in wrong[starts].message       # shape_of is what the check reads
     assert "(4, 7) has 2 axes, not 3" in wrong[x].message and wrong[x].fix == "correct the declared shape"
     assert ("gives (4, 7): axis 0 is 4, not T (T = 7 from 'seq_len'); axis 1 is 7, not B (B = 4 from 'batch_size')"
             in wrong[y].message), str(wrong[y])
