@@ -232,8 +232,10 @@ def _example_call(root, request, store):
                 request.timeout, where=_blame(root))
 
 
-def _run_here(root, ref):
-    """In the child: ("ok", result) or ("failed", message, fix). Never raises."""
+def _run_here(root, ref, record=True):
+    """In the child: ("ok", result) or ("failed", message, fix). Never raises. With `record`,
+    the result carries the shapes each model function held (site_builder/shape_recorder.py);
+    the playground, which only shows the blocks, does without."""
     try:
         fn = load_example(root, ref)
     except LookupError as e:
@@ -243,10 +245,11 @@ def _run_here(root, ref):
     except BaseException as e:
         return "failed", f"example module of {ref} raised {type(e).__name__}: {e} at {raising_line(e, root)}", \
             "run the example module by hand to debug it"
+    from contextlib import nullcontext
     from site_builder.shape_recorder import record_shapes
     shapes = {}
     try:
-        with record_shapes(root, shapes):
+        with record_shapes(root, shapes) if record else nullcontext():
             result = fn(**split_ref(ref)[1])
     except SystemExit as e:
         return "failed", f"example {ref} called sys.exit({e.code!r}) at {raising_line(e, root)}", \
