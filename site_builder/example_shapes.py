@@ -292,7 +292,8 @@ def config_sizes(names: dict, data: dict) -> dict:
         head = names.get(f"{name}.head_dim")
         if head and "dk" not in out:
             out["dk"] = (head[1], f"{name}.head_dim")
-        break
+        if out:
+            break                   # the first model config it held (an optimizer's fields name no size)
     config = data.get("config") if isinstance(data, dict) else None
     if config is not None and dataclasses.is_dataclass(config):
         from site_builder.shapes import sizes_of

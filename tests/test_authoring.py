@@ -361,6 +361,11 @@ def test_symbol_codes_are_read_from_the_recorded_shapes():
     assert names_own("X[t], return[0]", {"X", "t"}) and not names_own("causal_mask(T)", {"T"})
     assert not names_own("not named in the code", {"X"}) and names_own("S (inside mha_forward)", set())
     assert array_params(["def f(params, X: np.ndarray, n: int, cfg, eps=1e-5):", "    pass"]) == (["X"], ["params", "n", "cfg"])
+    # model sizes come from the first config that has them, not from an optimizer held before it
+    from site_builder.example_shapes import config_sizes
+    held = {"opt": ("c", "AdamW"), "opt.t": ("i", 3), "cfg": ("c", "ModelConfig"), "cfg.emb_dim": ("i", 8),
+            "cfg.seq_len": ("i", 5)}
+    assert config_sizes(held, {}) == {"d": (8, "cfg.emb_dim")}            # T is a length: not from the config
 
 
 def test_check_page_knows_the_sources_quotations_name():
