@@ -500,7 +500,8 @@ class PageBuilder:
 
     def callee_checks(self, c, rows, lines):
         """Rows (at `lines`) whose code names arrays of a function the concept's function
-        calls (`S` of mha_forward on the gradient-check page): checked against each callee
+        calls, or of one that calls it (`S` of mha_forward on the gradient-check page, `Q` of
+        mha_forward under split_heads): checked against each such function
         whose recording holds them, the probe's where it reaches them, else the examples'.
         Returns {line: how} of the rows a callee agrees with and none disagrees with. A
         disagreement is no problem: a callee's recording is its first call, which may be
@@ -512,7 +513,11 @@ class PageBuilder:
         if getattr(self, "_probe_recording", None) is None:
             self._probe_recording = from_probe(self.shapes)
         calls, sizes = self._probe_recording
-        callees = sorted(self.callees(c["function"]))
+        try:            # and its direct model callers: split_heads' rows name mha_forward's Q, K, V
+            callers = {x.caller for x in self.index.called_by(c["function"]) if x.caller.startswith("model.")}
+        except KeyError:
+            callers = set()
+        callees = sorted(self.callees(c["function"]) | callers)
         runs = [(calls, sizes, {}, "the probe run", PROBE_CHECKED)]
         runs += [(getattr(r, "shapes", None) or {}, None, r.data, f"the example {ref}'s run", EXAMPLE_CHECKED)
                  for ref, r in getattr(self, "_recordings", [])]
