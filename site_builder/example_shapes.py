@@ -11,9 +11,9 @@ function, wherever it happens in the call tree). Nothing runs twice.
 
 Trade-offs, and why:
 
-* **A profile hook, not a line tracer** (site_builder/shape_recorder.py). `sys.setprofile` sees every call and return but
-  no lines: the snapshot is taken once, when the first call of a function returns (its
-  final locals, like the probes' "latest value"). It is independent of `sys.settrace`, which
+* **A profile hook, not a line tracer** (site_builder/shape_recorder.py). `sys.setprofile`
+  sees every call and return but no lines: the snapshot is taken once, when the first call
+  of a function returns (its final locals, like the probes' "latest value"). It is independent of `sys.settrace`, which
   the examples' own `trace_locals` use, so both run at once. Measured cost: see
   `record_shapes`.
 * **Every model function, not only the documented ones.** What is recorded depends only on
@@ -31,7 +31,12 @@ Trade-offs, and why:
   with their distinct sizes, are the stronger check where they reach.
 * **Codes are small expressions**, evaluated on the recorded shapes, not run: a name,
   `d["key"]`, `params[p + "bk"]` (with a recorded string `p`), `X[t]` (one axis less),
-  `len(x)`, `x.shape[-1]`, `cfg.field`, `NAME (inside FUNC)`, and `a, b` for several.
+  `len(x)`, `x.shape[-1]`, `cfg.field`, `a @ b`, `NAME (inside FUNC)`, and `a, b` for
+  several. A call of anything else (`causal_mask(T)`) is not redone: such a row is words.
+* **The probe first** (site_builder/pages.py): where a probe reaches the function, its shapes
+  (at sizes where every letter differs) decide an expression too; the examples decide the
+  rest. A declared shape of the function's own names that neither checks is a `check`
+  problem; a row about a callee's or caller's arrays gets its ✓ when one of them agrees.
 """
 from __future__ import annotations
 
@@ -124,6 +129,12 @@ def _value(node, names):
         return names[exact]
     if isinstance(node, ast.Name):
         raise Unknown(f"'{node.id}' is not an array the function held")
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
+        kind, shape = _value(node.value.value, names)           # x.shape[-1]: a size
+        key = _key(node.slice, names)
+        if kind == "a" and isinstance(key, int) and -len(shape) <= key < len(shape):
+            return ("i", shape[key])
+        raise Unknown(f"cannot tell '{exact}'")
     if isinstance(node, ast.Subscript):
         index = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if len(index) == 1 and not _is_basic(index[0]):

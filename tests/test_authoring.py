@@ -354,7 +354,7 @@ def test_symbol_codes_are_read_from_the_recorded_shapes():
     assert evaluate("X.max(axis=-1, keepdims=True), X[0] @ X[0].T, X + X[0]", names, calls) == [
         ("a", (2, 5, 1)), ("a", (5, 5)), ("a", (2, 5, 8))]
     assert evaluate("starts (inside get_batch)", names, calls) == [("a", (4,))]
-    assert evaluate("len(X), loss / X.size", names, calls) == [("i", 2), ("a", ())]
+    assert evaluate("len(X), loss / X.size, X.shape[-1]", names, calls) == [("i", 2), ("a", ()), ("i", 8)]
     with pytest.raises(Unknown):
         evaluate("Y", names, calls)
     assert declared_shapes("(d, F) and (F,)") == [("d", "F"), ("F",)] and declared_shapes("scalar") is None
