@@ -78,9 +78,13 @@ def new_concept_command(args):
         print("error: new-concept needs a function and one --page, e.g. new-concept model.ops.gelu_forward "
               "--page model --after model-relu", file=sys.stderr)
         return 2
+    if len(args.after) > 1:
+        print(f"error: new-concept takes one --after, got {len(args.after)} ({', '.join(args.after)}); "
+              "name the one section the new one follows", file=sys.stderr)
+        return 2
     from site_builder.scaffold import ScaffoldError, new_concept
     try:
-        for line in new_concept(ROOT, args.function, args.page[0], args.after):
+        for line in new_concept(ROOT, args.function, args.page[0], args.after[0] if args.after else None):
             print(line)
     except ScaffoldError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -111,7 +115,8 @@ def main(argv=None):
     parser.add_argument("command", nargs="?", default="build", choices=("build", "check", "serve", "new-concept"))
     parser.add_argument("function", nargs="?", help="new-concept: the function to document, e.g. model.ops.gelu_forward")
     parser.add_argument("--page", action="append", default=[], help="new-concept: the page to add to; check: check only this page")
-    parser.add_argument("--after", help="new-concept: the section id to put the new section after (default: last)")
+    parser.add_argument("--after", action="append", default=[],
+                        help="new-concept: the section id to put the new section after (default: last)")
     parser.add_argument("--out", type=Path, default=ROOT / "site", help="output folder (default: site/)")
     parser.add_argument("--port", type=port_number, default=8000, help="port for serve (default 8000)")
     parser.add_argument("--host", default="127.0.0.1", help="address for serve (default 127.0.0.1)")
@@ -126,6 +131,8 @@ def main(argv=None):
         return new_concept_command(args)
     if args.function:
         parser.error(f"unexpected argument '{args.function}'")
+    if args.after:
+        parser.error("--after is for new-concept")
     if args.page and args.command != "check":
         parser.error("--page is for check and new-concept")
     if args.command != "serve":      # serve stops its own way (site_builder/serve.py)

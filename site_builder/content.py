@@ -114,7 +114,9 @@ SCHEMA = {
     "equation": ({"eq", "name", "tex"}, {"refs", "derived"}, {"refs": "ref"}),
     "prose": ({"text"}, set(), {}),
     "ref": ({"role", "snippet"}, {"function"}, {}),             # function: the concept's
-    "symbol": ({"tex", "meaning", "shape"}, {"code"}, {}),      # code: the TeX's name, if a local
+    # code: the TeX's name, if a local; shape_of: what the shape check reads when `code` is
+    # written for the reader (a callee's array: 'return[0] (inside make_targets)')
+    "symbol": ({"tex", "meaning", "shape"}, {"code", "shape_of"}, {}),
     "example": ({"title", "run"}, {"hand_picked", "caption", "timeout", "choices", "playable"}, {}),
     "shape": ({"title", "names"}, {"function", "at", "note", "config"}, {}),
     "listing": ({"function"}, {"snippet", "caption"}, {}),

@@ -36,7 +36,8 @@ RUN_TIMEOUT = 900.0              # a training run the pages read
 VARIANTS_KEPT = 8                # input sets remembered per example (an edit and its revert)
 BLOCK_KINDS = {"steps", "matrix", "gradcheck", "table", "svg", "stepper"}
 # The recording code itself: input sets recorded by another version of it are not trusted.
-RECORDING = digest(*[(Path(__file__).parent / n).read_bytes() for n in ("inputs.py", "worker.py", "example_runner.py")])
+RECORDING = digest(*[(Path(__file__).parent / n).read_bytes()
+                     for n in ("inputs.py", "worker.py", "example_runner.py", "shape_recorder.py")])
 INSTALL_HINTS = {"pytest": "the tests' extra: python3 -m pip install -e \".[test]\"",
                  "hypothesis": "the tests' extra: python3 -m pip install -e \".[test]\""}
 
@@ -88,7 +89,7 @@ class ExampleStore:
         """The key of a stored result whose inputs are all unchanged, or None."""
         for inputs in self.variants(ref):
             if inputs.valid(self.state):
-                key = digest(ref, inputs.key())
+                key = digest(ref, RECORDING, inputs.key())
                 if self.cache.has("examples", key):
                     self.used[ref] = inputs
                     return key
@@ -98,7 +99,7 @@ class ExampleStore:
         return self.cache.get("examples", key) if self.cache is not None else None
 
     def store(self, ref, inputs: Inputs, result) -> str:
-        key = digest(ref, inputs.key())
+        key = digest(ref, RECORDING, inputs.key())
         self.used[ref] = inputs
         if self.cache is not None:
             self.cache.put("examples", key, result)
@@ -231,8 +232,10 @@ def _example_call(root, request, store):
                 request.timeout, where=_blame(root))
 
 
-def _run_here(root, ref):
-    """In the child: ("ok", result) or ("failed", message, fix). Never raises."""
+def _run_here(root, ref, record=True):
+    """In the child: ("ok", result) or ("failed", message, fix). Never raises. With `record`,
+    the result carries the shapes each model function held (site_builder/shape_recorder.py);
+    the playground, which only shows the blocks, does without."""
     try:
         fn = load_example(root, ref)
     except LookupError as e:
@@ -242,8 +245,12 @@ def _run_here(root, ref):
     except BaseException as e:
         return "failed", f"example module of {ref} raised {type(e).__name__}: {e} at {raising_line(e, root)}", \
             "run the example module by hand to debug it"
+    from contextlib import nullcontext
+    from site_builder.shape_recorder import record_shapes
+    shapes = {}
     try:
-        result = fn(**split_ref(ref)[1])
+        with record_shapes(root, shapes) if record else nullcontext():
+            result = fn(**split_ref(ref)[1])
     except SystemExit as e:
         return "failed", f"example {ref} called sys.exit({e.code!r}) at {raising_line(e, root)}", \
             "return an ExampleResult instead of exiting; call the library function, not a command-line main()"
@@ -257,6 +264,7 @@ def _run_here(root, ref):
     wrong = _wrong_result(result)
     if wrong:
         return "failed", f"example {ref} returned {wrong}", "return ExampleResult(blocks, source) from site_builder.examples"
+    result.shapes = shapes
     return "ok", result
 
 

@@ -32,6 +32,9 @@ class ExampleResult:
     blocks: list
     source: str = ""                      # where the numbers came from: function, config, seed
     data: dict = field(default_factory=dict)   # raw values, for tests and interactive widgets
+    # filled by the runner, not the example: {qualname: {name: entry}} of each model function's
+    # first call in this run (site_builder/example_shapes.py)
+    shapes: dict = field(default_factory=dict)
 
 
 def fmt_number(x):

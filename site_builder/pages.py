@@ -67,30 +67,9 @@ def tex_name(tex):
     return re.sub(r"[\s{}_^']", "", t)
 
 
-def check_traced(declared, shape):
-    """An example's trace runs at the example's own sizes, not the config's: it can tell a
-    declared shape's number of axes, and its numbers, not which symbol an axis is. None if
-    they agree, else what the trace shows."""
-    from site_builder.shapes import parse_shape
-    axes = parse_shape(declared)
-    if len(axes) != len(shape):
-        return f"the value has shape {tuple(shape)} ({len(shape)} axes)"
-    wrong = [(a, n) for a, n in zip(axes, shape) if a.isdigit() and int(a) != n]
-    return f"the value has shape {tuple(shape)}" if wrong else None
-
-
-def unchecked_matters(declared, has_example):
-    """Is a declared shape that no probe checks worth a warning? A shape of numbers only
-    (`(1, 5)`) always: it is typed, and the site computes shapes. A shape of the probe's
-    symbols (`(T, d)`) unless an example of the concept runs the function (its tables show the
-    real arrays). Other letters (`(N,)`, `(B, T)`), `()` and `none` name sizes no probe has."""
-    from site_builder.shapes import PROBE_SIZES, parse_shape
-    if not declared.startswith("("):
-        return False
-    axes = parse_shape(declared)
-    if not axes or not all(a.isdigit() or a in PROBE_SIZES for a in axes):
-        return False
-    return all(a.isdigit() for a in axes) or not has_example
+# What a symbol row's ✓ says when pointed at (templates/partials/concept.html)
+PROBE_CHECKED = "checked against a probe run of the code"
+EXAMPLE_CHECKED = "checked against this section's example run"
 
 
 def spoken_list(items):
@@ -458,30 +437,120 @@ class PageBuilder:
                                      f"add code: NAME (its locals: {', '.join(locals_) or 'none'})"))
         return ""
 
-    def probe_fix(self, c):
-        """How to give shapes to a function no probe run reaches."""
+    def probe_fix(self, c, block=False):
+        """How to give shapes to a function nothing runs: a `probe:` of its inputs when every
+        parameter without a default takes an array, else an example that calls it (a
+        parameter dict, a config, a path or an rng cannot be made from a shape)."""
+        from site_builder.example_shapes import array_params
         try:
-            params = [p for p in self.index.function(c["function"]).params if p != "self"]
+            f = self.index.function(c["function"])
+            arrays, others = array_params(self.index.files[f.file][f.first_line - 1:f.end])
+        except (KeyError, SyntaxError):
+            arrays, others = ["x"], []
+        if (others or not arrays) and block:        # a shapes block needs the probe's symbols
+            return (f"a probe cannot build {', '.join(others) or 'its parameters'} from shapes: show these arrays as "
+                    f"symbol rows instead (the concept's example run checks them), or the shapes of a function a probe "
+                    f"reaches (function: ...)")
+        if others or not arrays:
+            return (f"give the concept an example that calls {c['function']} (its run records the shapes: "
+                    f"{', '.join(others) or 'its parameters'} cannot be built from a shape); or write the shape in words")
+        entries = ", ".join(f"{name}: ..." for name in arrays)
+        return (f"declare its inputs on the concept: probe: {{{entries}}}, each a shape such as '(T, d)' "
+                f"(axes T, d, F, V, h, dk, L or numbers) or a number; or give the concept an example that calls it")
+
+    def example_checks(self, c, rows):
+        """The concept's symbol rows that are not one recorded name: checked against the probe's
+        shapes where a probe reaches the function, the rest against the concept's examples' own
+        runs (each example recorded the first call of every model function it reached).
+        Returns ({line: message}, {line checked: how}, {line: why a row could not be checked},
+        reached: an example ran the function)."""
+        from site_builder.example_shapes import check_rows, declared_shapes, from_probe
+        fn = c["function"]
+        wrong, checked, unknown, reached = {}, {}, {}, False
+        if self.shapes.get(fn) and not self.failed_probe(fn):
+            # the probe reaches it: its shapes, at sizes where every letter differs, decide
+            if getattr(self, "_probe_recording", None) is None:
+                self._probe_recording = from_probe(self.shapes)         # once per build: the table is large
+            calls, sizes = self._probe_recording
+            wrong, ok, unknown = check_rows(rows, calls.get(fn, {}), calls, {}, f"the probe run of {fn}", sizes)
+            checked = {line: PROBE_CHECKED for line in ok}
+            rows = [r for r in rows if r.line in unknown or not declared_shapes(r.declared)]   # the rest: the examples'
+        for ref, result in getattr(self, "_recordings", []):
+            recorded = getattr(result, "shapes", None) or {}
+            names = recorded.get(fn)
+            reached |= names is not None
+            w, ok, why = check_rows(rows, names or {}, recorded, result.data, f"the example {ref}'s run of {fn}")
+            for line, message in w.items():
+                wrong.setdefault(line, message)
+            for line in ok:
+                checked.setdefault(line, EXAMPLE_CHECKED)
+            for line, message in why.items():
+                unknown.setdefault(line, message)
+        return wrong, {line: how for line, how in checked.items() if line not in wrong}, unknown, reached
+
+    def callees(self, fn):
+        """The model functions fn calls, directly or not (by the index's call graph)."""
+        seen, todo = set(), [fn]
+        while todo:
+            q = todo.pop()
+            if q in seen:
+                continue
+            seen.add(q)
+            try:
+                todo.extend(x for x in self.index.calls(q) if x.startswith("model."))
+            except KeyError:
+                pass
+        return seen - {fn}
+
+    def callee_checks(self, c, rows, lines):
+        """Rows (at `lines`) whose code names arrays of a function the concept's function
+        calls, or of one that calls it (`S` of mha_forward on the gradient-check page, `Q` of
+        mha_forward under split_heads): checked against each such function
+        whose recording holds them, the probe's where it reaches them, else the examples'.
+        Returns {line: how} of the rows a callee agrees with and none disagrees with. A
+        disagreement is no problem: a callee's recording is its first call, which may be
+        another caller's (layer_norm_forward of the language model, not of the encoder), so
+        such a row stays unmarked, as a row in words does."""
+        from site_builder.example_shapes import check_rows, from_probe
+        if not lines:
+            return {}
+        if getattr(self, "_probe_recording", None) is None:
+            self._probe_recording = from_probe(self.shapes)
+        calls, sizes = self._probe_recording
+        try:            # and its direct model callers: split_heads' rows name mha_forward's Q, K, V
+            callers = {x.caller for x in self.index.called_by(c["function"]) if x.caller.startswith("model.")}
         except KeyError:
-            params = []
-        first = params[0] if params else "x"
-        return (f"declare its inputs on the concept: probe: {{{first}: '(T, d)'}}, one entry per parameter "
-                f"without a default, axes T, d, F, V, h, dk, L or numbers; or write shape: none")
+            callers = set()
+        callees = sorted(self.callees(c["function"]) | callers)
+        runs = [(calls, sizes, {}, "the probe run", PROBE_CHECKED)]
+        runs += [(getattr(r, "shapes", None) or {}, None, r.data, f"the example {ref}'s run", EXAMPLE_CHECKED)
+                 for ref, r in getattr(self, "_recordings", [])]
+        verdicts = {line: ([], []) for line in lines}            # line -> (agreeing, disagreeing)
+        for recorded, letters, data, where, how in runs:
+            open_lines = [line for line, v in verdicts.items() if not v[0] and not v[1]]   # the probe's verdict stands
+            for q in callees:
+                names = recorded.get(q)
+                if not names or not open_lines:
+                    continue
+                w, ok, _ = check_rows(rows, names, recorded, data, f"{where} of {q}", letters)
+                for line in open_lines:
+                    if line in ok:
+                        verdicts[line][0].append(how)
+                    elif line in w:
+                        verdicts[line][1].append(w[line])
+        return {line: v[0][0] for line, v in verdicts.items() if v[0] and not v[1]}
 
     def symbols(self, page, c, examples=()):
+        from site_builder.example_shapes import Row, declared_shapes, names_own
+        from site_builder.shapes import check_declared
         out = []
-        traced = {}              # shapes of the function's locals in its examples' traces
-        for e in examples:
-            for block in e["blocks"]:
-                if block.get("kind") == "steps" and block.get("function") == c["function"]:
-                    for name, shape in (block.get("shapes") or {}).items():
-                        traced.setdefault(name, tuple(shape))
         unprobed = self.failed_probe(c["function"]) if c.get("symbols") else None
         failed_declared = self.declared_probe_failed(page, c)
         fn_shapes = {} if unprobed else self.shapes.get(c["function"], {})
         math = [tex_tokens(str(i["tex"])) for i in c.get("math") or [] if "eq" in i]
         dims = " ".join(str(s["shape"]) for s in c.get("symbols") or [])
         locals_ = self.local_names(c["function"])
+        rows = []
         for s in c.get("symbols") or []:
             parts = [x for x in split_top_level(str(s["tex"]))]
             code = self.symbol_code(page, c, s, parts, locals_)
@@ -491,43 +560,63 @@ class PageBuilder:
                 self.problems.append(Problem(page.file, s.line_of("tex"),
                                              f"symbol '{unused[0].strip()}' is declared but no equation of '{c['id']}' uses it",
                                              "use it in an equation, correct its TeX, or remove the row"))
+            rows.append((s, code, Row(s.line_of("shape"), str(s.get("shape_of", code)), str(s["shape"]),
+                                      tex_name(str(s["tex"])) if len(parts) == 1 else "")))
+        wrong, by_example, why_not, reached = self.example_checks(c, [r for _, _, r in rows])
+        others = [r.line for s, code, r in rows if r.line not in wrong and r.line not in by_example
+                  and fn_shapes.get(code) is None and declared_shapes(r.declared) is not None
+                  and not names_own(r.code, locals_)]
+        by_example.update(self.callee_checks(c, [r for _, _, r in rows], others))
+        for s, code, row in rows:
             declared = str(s["shape"])
             info = fn_shapes.get(code)
+            checked = ""
             if unprobed and declared.startswith("("):
                 self.probe_problem(unprobed, page.file, s.line_of("shape"),
                                    f"cannot check the declared shape {declared} of '{code}' in {c['function']}")
                 unprobed = None             # once per concept: every symbol has the same cause
-            elif info is None and not fn_shapes and code in traced and declared.startswith("("):
-                err = check_traced(declared, traced[code])
-                if err:
-                    self.problems.append(Problem(page.file, s.line_of("shape"),
-                                                 f"declared {declared} for '{code}', but {err} in the example's "
-                                                 f"trace of {c['function']}", "correct the declared shape"))
-            elif info is None and code in locals_ and not failed_declared and not fn_shapes \
-                    and unchecked_matters(declared, bool(c.get("examples"))):
-                self.problems.append(Problem(
-                    page.file, s.line_of("shape"),
-                    f"nothing checks the declared shape {declared} of '{code}': "
-                    + (f"the probe runs record no array '{code}' in {c['function']}" if fn_shapes
-                       else f"no probe run reaches {c['function']}"),
-                    "correct the code name, or write shape: none" if fn_shapes else self.probe_fix(c),
-                    warning=True))
-            if info is not None and declared.startswith("("):
-                from site_builder.shapes import check_declared
+            elif info is not None and declared.startswith("("):
                 err = check_declared(declared, info)
                 if err:
-                    self.problems.append(Problem(page.file, s.line_of("shape"), err,
-                                                 "correct the declared shape"))
+                    self.problems.append(Problem(page.file, s.line_of("shape"), err, "correct the declared shape"))
+                checked = PROBE_CHECKED
+            elif row.line in wrong:
+                self.problems.append(Problem(page.file, s.line_of("shape"), wrong[row.line], "correct the declared shape"))
+            elif row.line in by_example:
+                checked = by_example[row.line]
+            elif declared_shapes(declared) is not None and not failed_declared and names_own(row.code, locals_):
+                self.problems.append(Problem(page.file, s.line_of("shape"), *self.unchecked(c, row.code, declared, fn_shapes,
+                                                                                           reached, why_not.get(row.line)),
+                                             strict=True))
             out.append(dict(tex=self.r.tex(str(s["tex"]), False, page.file, s.line_of("tex")),
                             meaning=self.r.md(s["meaning"], page.file, s.line_of("meaning"), inline=True),
-                            code=code, shape=declared,
-                            checked=info is not None and declared.startswith("("),
+                            code=code, shape=declared, checked=checked,
                             n=len(out), tex_src=str(s["tex"]), **code_links(code)))
         return out
+
+    def unchecked(self, c, code, declared, fn_shapes, reached, why):
+        """(message, fix) for a declared shape that nothing checks."""
+        fn = c["function"]
+        head = f"nothing checks the declared shape {declared} of '{code}'"
+        if reached:
+            names = sorted({n for _, result in self._recordings for n, (kind, _) in
+                            ((result.shapes or {}).get(fn) or {}).items() if kind == "a"})
+            shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
+            return (f"{head}: {why or 'the example run records no such array'} in {fn}",
+                    f"name an array it holds in code: ({shown or 'none'}; a callee's as NAME (inside FUNCTION)), "
+                    "or write the shape in words")
+        if fn_shapes:
+            return (f"{head}: {why or 'the probe runs record no such array'} in {fn}",
+                    f"name one of the arrays they record ({', '.join(sorted(fn_shapes)[:12])}), "
+                    "or give the concept an example that calls it, or write the shape in words")
+        if why and " (inside " in code:
+            return f"{head}: {why}", "name an array that function holds, or write the shape in words"
+        return f"{head}: no probe run and no example of the concept reaches {fn}", self.probe_fix(c)
 
     def examples(self, page, c):
         from site_builder.playground import call_ref, combinations, combo_key, controls, parameters_missing
         out = []
+        self._recordings = []            # (ref, ExampleResult): their recorded shapes check the symbols
         for n, e in enumerate(c.get("examples") or [], 1):
             choices = e.get("choices") or {}
             declared = [("choices", k) for k in choices] + [("playable", k) for k in e.get("playable") or {}]
@@ -550,6 +639,7 @@ class PageBuilder:
                                                   function=ref, file=f"content/examples/{module}.py",
                                                   start=None, end=None, code=None))
                 if result is not None:
+                    self._recordings.append((ref, result))
                     for block in result.blocks:
                         if block.get("function"):       # the model function the example traced
                             self.cite_function("example", block["function"], c["id"], example=ref)
@@ -591,7 +681,7 @@ class PageBuilder:
                                                  f"no shape recorded for '{name}' in {fn} "
                                                  f"(names the probe saw: {saw or 'none'})",
                                                  f"use one of those names" if saw else
-                                                 self.probe_fix(dict(function=fn))))
+                                                 self.probe_fix(dict(function=fn), block=True)))
                     continue
                 label = "out" if str(name).startswith("return") else str(name)
                 if sizes is not None:

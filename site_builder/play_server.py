@@ -253,7 +253,7 @@ class Playground:
             load_example(self.root, ref)      # imported here once, so each fork starts with it loaded
         except BaseException:
             pass                              # the worker meets the same error and reports it
-        [outcome] = run_calls([Call(ref, lambda: _run_here(self.root, ref), PLAY_TIMEOUT, where=_blame(self.root))], 1)
+        [outcome] = run_calls([Call(ref, lambda: _run_here(self.root, ref, record=False), PLAY_TIMEOUT, where=_blame(self.root))], 1)
         if outcome.status == "timeout":
             return dict(status=504, error=f"{ref} ran past {PLAY_TIMEOUT:g} s and was stopped"
                                           + (f" (at {outcome.detail})" if outcome.detail else ""))

@@ -97,7 +97,8 @@ def _test_refs(index, qualname, limit=2) -> list:
 
 def _shapes_for(root: Path, qualname: str, params: list, index) -> tuple[dict, dict | None]:
     """({name: symbolic shape}, the probe inputs to declare or None): from the probe entry
-    points if one reaches the function, else from a declared probe with (T, d) inputs."""
+    points if one reaches the function, else from a declared probe with (T, d) inputs when
+    every input is an array; else none (the example stub's run will check the shapes)."""
     from site_builder.build import cached_shapes, default_config
     from site_builder.cache import BuildCache
     from site_builder.example_runner import ExampleStore
@@ -108,7 +109,11 @@ def _shapes_for(root: Path, qualname: str, params: list, index) -> tuple[dict, d
     if table.get(qualname):
         return {k: v.symbolic for k, v in table[qualname].items()}, None
     import inspect
+    from site_builder.example_shapes import array_params
     from site_builder.trace import resolve_qualname
+    f = index.function(qualname)
+    if array_params(index.files[f.file][f.first_line - 1:f.end])[1]:
+        return {}, None         # a parameter dict, a config, an rng: its example's run gives the shapes
     sig = inspect.signature(resolve_qualname(qualname))
     probe = {p: "(T, d)" for p in params
              if sig.parameters[p].default is inspect.Parameter.empty}

@@ -544,13 +544,17 @@ def infer_shapes_by_probe(vocab_size: int = 65, probes: Iterable[str] | None = N
 
 def infer_shapes(vocab_size: int = 65, probes: Iterable[str] | None = None) -> ShapeTable:
     """{qualname: {name: ShapeInfo}} over every probe (registry order; for a function that
-    several probes reach, the first probe's shapes are kept). Never raises for a probe that
+    several probes reach, the first probe's shapes are kept, and a later probe adds the names
+    the first did not record). Never raises for a probe that
     fails: the result's ``failures`` lists them."""
     failures: list = []
     merged = ShapeTable()
     for per_probe in infer_shapes_by_probe(vocab_size, probes, failures).values():
         for qualname, infos in per_probe.items():
-            merged.setdefault(qualname, infos)
+            # a name only a later probe records (q, built only with label smoothing) is kept too
+            own = merged.setdefault(qualname, dict(infos))
+            for name, info in infos.items():
+                own.setdefault(name, info)
     merged.failures = failures
     return merged
 

@@ -155,18 +155,13 @@ def test_a_shape_nothing_checks_names_the_fix(tmp_path):
     root = mini_repo(tmp_path, SITE, page, {})
     failing, warnings, _ = check_pages(root, ["mini"], cache_dir=tmp_path / "cache", jobs=1)
     shown = [str(p) for p in failing + warnings if p.file == "content/pages/mini.md"]
-    assert any("nothing checks the declared shape (V,) of 'ids': no probe run reaches model.data.train_val_split" in m
-               and "probe: {ids: '(T, d)'}" in m for m in shown), shown
+    unchecked = [p for p in failing if "nothing checks the declared shape (V,) of 'ids'" in p.message]
+    # a problem of `check` at the shape's line, naming both parameters the probe needs
+    assert [(p.line, p.strict) for p in unchecked] == [(16, True)], shown
+    assert "no probe run and no example of the concept reaches model.data.train_val_split" in unchecked[0].message
+    assert "probe: {ids: ..., val_fraction: ...}" in unchecked[0].fix
     assert any("no shape recorded for 'ids' in model.data.train_val_split (names the probe saw: none)" in m
                and "probe:" in m for m in shown), shown
-
-
-def test_which_unchecked_shapes_are_reported():
-    from site_builder.pages import unchecked_matters
-    assert unchecked_matters("(1, 5)", has_example=True)            # typed numbers: always
-    assert unchecked_matters("(T, d)", has_example=False)
-    assert not unchecked_matters("(T, d)", has_example=True)        # the example shows the arrays
-    assert not any(unchecked_matters(s, False) for s in ("(N,)", "(B, T)", "()", "none", "scalar"))
 
 
 SHORTEN_PAGE = """---
@@ -242,17 +237,137 @@ def split():
 '''
 
 
-def test_the_examples_trace_checks_a_declared_shape_no_probe_reaches(tmp_path):
+def test_the_examples_run_checks_a_declared_shape_no_probe_reaches(tmp_path):
     from site_builder.build import check_pages
     root = mini_repo(tmp_path, SITE, TRACED_PAGE, {"mini": TRACED_EXAMPLE})
     failing, warnings, _ = check_pages(root, ["mini"], cache_dir=tmp_path / "cache", jobs=1)
     shown = [str(p) for p in failing + warnings if p.file == "content/pages/mini.md"]
-    assert any("declared (T, d) for 'ids', but the value has shape (20,) (1 axes) in the example's trace" in m
-               for m in shown), shown
+    assert any(":16: declared (T, d) for 'ids', but the example mini:split's run of model.data.train_val_split "
+               "gives (20,): (20,) has 1 axes, not 2" in m for m in shown), shown
     page = root / "content" / "pages" / "mini.md"
     page.write_text(TRACED_PAGE.replace("code: ids, shape: '(T, d)'", "code: ids, shape: '(N,)'"))
     failing, warnings, _ = check_pages(root, ["mini"], cache_dir=tmp_path / "cache", jobs=1)
     assert not [p for p in failing + warnings if p.file == "content/pages/mini.md" and "'ids'" in p.message]
+
+
+BATCH_PAGE = """---
+title: Mini
+sections:
+  - id: mini-batch
+    title: Batch
+    function: model.data.get_batch
+    what: w
+    why: w
+    math:
+      - eq: w
+        name: Windows
+        tex: x = W, y = W, s
+        refs:
+          - {role: inline, snippet: windows}
+    symbols:
+      - {tex: 'B', meaning: Windows, code: batch_size, shape: scalar}
+      - {tex: 'T', meaning: Length, code: seq_len, shape: scalar}
+      - {tex: 'W', meaning: All windows, code: windows, shape: '(B, T + 1)'}
+      - {tex: 'x', meaning: Inputs, code: 'return[0]', shape: '(B, T)'}
+      - {tex: 'y', meaning: Targets, code: 'return[1]', shape: '(B, T)'}
+      - {tex: 's', meaning: Starts, code: 'starts[b]', shape_of: starts, shape: '(B,)'}
+    examples:
+      - {title: Batch, run: mini:batch}
+  - id: mini-step
+    title: Step
+    function: model.train.train_step
+    what: w
+    why: w
+    math:
+      - eq: s
+        name: Step
+        tex: g = G
+        refs:
+          - {role: inline, snippet: grad_norm}
+    symbols:
+      - {tex: 'g', meaning: Norm, code: grad_norm, shape: '(1, 5)'}
+    shapes:
+      - title: Norm
+        names: [grad_norm]
+---
+Intro.
+"""
+BATCH_EXAMPLE = """import numpy as np
+from model.data import get_batch
+from site_builder.examples import ExampleResult, table
+
+
+def batch():
+    x, y = get_batch(np.arange(100), 4, 7, np.random.default_rng(0))
+    return ExampleResult([table(["x"], [[str(v) for v in x[0]]])], "get_batch(np.arange(100), 4, 7, rng)")
+"""
+
+
+def test_a_declared_shape_only_an_example_reaches_is_checked_axis_by_axis(tmp_path):
+    """get_batch is reached by no probe, only by the example: B and T come from the concept's
+    scalar rows (batch_size, seq_len: 4 and 7 in the example's run), and each declared shape
+    is compared with what the function held, axis by axis."""
+    from site_builder.build import check_pages
+    root = mini_repo(tmp_path, SITE, BATCH_PAGE, {"mini": BATCH_EXAMPLE})
+    page = root / "content" / "pages" / "mini.md"
+
+    everything = []
+
+    def problems(text):
+        page.write_text(text)
+        failing, warnings, _ = check_pages(root, ["mini"], cache_dir=tmp_path / "cache", jobs=1)
+        everything[:] = failing
+        return {p.line: p for p in failing + warnings if p.file == "content/pages/mini.md"
+                and ("declared" in p.message or "nothing checks" in p.message)}
+
+    def line(needle):
+        return next(n for n, text in enumerate(BATCH_PAGE.splitlines(), 1) if needle in text)
+
+    found = problems(BATCH_PAGE)
+    step = line("code: grad_norm")
+    assert set(found) == {step}, [str(p) for p in found.values()]       # only train_step's row
+    wrong = problems(BATCH_PAGE.replace("code: 'return[0]', shape: '(B, T)'", "code: 'return[0]', shape: '(B, T, d)'")
+                     .replace("code: 'return[1]', shape: '(B, T)'", "code: 'return[1]', shape: '(T, B)'")
+                     .replace("shape_of: starts, shape: '(B,)'", "shape_of: starts, shape: '(T,)'"))
+    x, y, starts = line("code: 'return[0]'"), line("code: 'return[1]'"), line("shape_of: starts")
+    assert set(wrong) == {x, y, starts, step}
+    assert "declared (T,) for 'starts'" in wrong[starts].message       # shape_of is what the check reads
+    assert "(4, 7) has 2 axes, not 3" in wrong[x].message and wrong[x].fix == "correct the declared shape"
+    assert ("gives (4, 7): axis 0 is 4, not T (T = 7 from 'seq_len'); axis 1 is 7, not B (B = 4 from 'batch_size')"
+            in wrong[y].message), str(wrong[y])
+    # a declared shape nothing checks: train_step takes a parameter dict, an optimizer and
+    # configs, so the fix is an example, never a probe of shapes
+    unchecked = found[step]
+    assert unchecked.strict and "nothing checks the declared shape (1, 5) of 'grad_norm'" in unchecked.message
+    assert "give the concept an example that calls model.train.train_step" in unchecked.fix
+    assert "params" in unchecked.fix and "probe:" not in unchecked.fix
+    # a shapes block needs the probe's symbols, which no example gives: its fix says so
+    block = [p for p in everything if p.line == line("names: [grad_norm]")]
+    assert len(block) == 1 and "a probe cannot build params, opt, cfg, tcfg from shapes" in block[0].fix, block
+
+
+def test_symbol_codes_are_read_from_the_recorded_shapes():
+    from site_builder.example_shapes import Unknown, array_params, declared_shapes, evaluate, names_own
+    names = {"X": ("a", (2, 5, 8)), "p": ("s", "b0."), 'params["b0.wq"]': ("a", (8, 8)), "t": ("i", 3),
+             "return[0]": ("a", (5,)), "loss": ("a", ())}
+    calls = {"model.data.get_batch": {"starts": ("a", (4,))}}
+    assert evaluate('params[p + "wq"], X[t], X[..., None], X.T', names, calls) == [
+        ("a", (8, 8)), ("a", (5, 8)), ("a", (2, 5, 8, 1)), ("a", (8, 5, 2))]
+    assert evaluate("X.max(axis=-1, keepdims=True), X[0] @ X[0].T, X + X[0]", names, calls) == [
+        ("a", (2, 5, 1)), ("a", (5, 5)), ("a", (2, 5, 8))]
+    assert evaluate("starts (inside get_batch)", names, calls) == [("a", (4,))]
+    assert evaluate("len(X), loss / X.size, X.shape[-1]", names, calls) == [("i", 2), ("a", ()), ("i", 8)]
+    with pytest.raises(Unknown):
+        evaluate("Y", names, calls)
+    assert declared_shapes("(d, F) and (F,)") == [("d", "F"), ("F",)] and declared_shapes("scalar") is None
+    assert names_own("X[t], return[0]", {"X", "t"}) and not names_own("causal_mask(T)", {"T"})
+    assert not names_own("not named in the code", {"X"}) and names_own("S (inside mha_forward)", set())
+    assert array_params(["def f(params, X: np.ndarray, n: int, cfg, eps=1e-5):", "    pass"]) == (["X"], ["params", "n", "cfg"])
+    # model sizes come from the first config that has them, not from an optimizer held before it
+    from site_builder.example_shapes import config_sizes
+    held = {"opt": ("c", "AdamW"), "opt.t": ("i", 3), "cfg": ("c", "ModelConfig"), "cfg.emb_dim": ("i", 8),
+            "cfg.seq_len": ("i", 5)}
+    assert config_sizes(held, {}) == {"d": (8, "cfg.emb_dim")}            # T is a length: not from the config
 
 
 def test_check_page_knows_the_sources_quotations_name():
@@ -278,3 +393,11 @@ def test_new_concept_refuses_in_one_line_and_writes_nothing(qualname, after, say
         new_concept(ROOT, qualname, "model", after)
     assert says in str(e.value) and "nothing was written" in str(e.value) and "\n" not in str(e.value)
     assert {p: p.read_bytes() for p in (ROOT / "content").rglob("*") if p.is_file()} == before
+
+
+def test_new_concept_refuses_two_afters_in_one_line(capsys):
+    import build_site
+    assert build_site.main(["new-concept", "model.ops.relu_forward", "--page", "model",
+                            "--after", "model-relu", "--after", "model-linear"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "takes one --after, got 2 (model-relu, model-linear)" in err[0]
