@@ -244,7 +244,9 @@ def with_declared_shapes(root: Path, cfg, store, shapes, content):
 
 class Memos:
     """The render memos (KaTeX output, highlighted files) loaded from the cache for one build
-    and saved back only if the build added to them."""
+    and saved back only if the build added to them. They are module dicts, kept for the
+    process: a second build in it (serve, the tests) reuses what the first computed, with or
+    without a cache (each entry is keyed on everything its value depends on)."""
 
     def __init__(self, cache):
         import pygments
@@ -257,7 +259,9 @@ class Memos:
                           yaml=(content.YAML_MEMO, (yaml.__version__, Path(content.__file__).read_bytes())))
         self.keys = {name: digest(name, depends) for name, (_, depends) in self.memos.items()}
         self.keys["code"] = digest("pygments", pygments.__version__)
-        self.code = cache.table("memo", self.keys["code"]) if cache else {}
+        from site_builder.render import CODE_MEMO
+        CODE_MEMO.update(cache.table("memo", self.keys["code"]) if cache else {})
+        self.code = CODE_MEMO
         for name, (memo, _) in self.memos.items():
             memo.update(cache.table("memo", self.keys[name]) if cache else {})
         self.sizes = self.current_sizes()
