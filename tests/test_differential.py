@@ -90,7 +90,8 @@ Cost: the suite's default is sized to keep the whole suite under 10 minutes on 2
 the whole site is about a minute of it); in the whole suite at load 1.5, 10 fixture sequences took 124 s and 2 repository sequences 103 s; the default is 10 and 1. The
 repository sequence's cold first build was then replaced by a seeded one: back to back at load
 5-7, the repository part took 262 s (141 s of CPU) cold and 185 s (99 s of CPU, the first
-build 9 s of the wall time) seeded; the two --no-cache builds are what is left of it. Every --no-cache
+build 9 s of the wall time) seeded, and again at load 5-6, 158 s (128 s) and 118 s (88 s, the
+first build 8 s); the two --no-cache builds are what is left of it. Every --no-cache
 build subsets the math font again (0.7 s of a 3.5 s fixture build). The nightly run,
 `DIFFERENTIAL_SEQUENCES=300 python3 -m pytest tests/test_differential.py`, takes well over
 40 minutes (measured at 40 before the font subset and the playground's 57 more examples).
