@@ -35,6 +35,11 @@ PLACEHOLDER = "\u2063KX{}\u2063"       # an invisible separator Markdown leaves 
 
 
 _ENVIRONMENTS = {}
+# Highlighted files (digest of a file's text -> its HTML lines), for the whole process like
+# mathrender.MEMO: highlighting depends on the text and Pygments only, so builds in one process
+# share it (the test session's many small builds highlight the same model/ and tests/ files).
+# A build with a cache loads its stored table into it and saves it back (build.Memos).
+CODE_MEMO: dict = {}
 
 
 def make_environment(root: Path, bytecode_dir: Path = None) -> Environment:

@@ -62,8 +62,22 @@ Modes (environment variables):
                                  a sequence: a corpus edit trains both runs again)
   DIFFERENTIAL_REPO_SEQUENCES=N  sequences on a copy of the whole repository (real content,
                                  whole corpus; default 1, see above): cheap edits only, 2 steps
-                                 each; 2 of them cost about 100 s (a cold build, then an 11 s
-                                 --no-cache build per new state)
+                                 each; each new state costs a --no-cache build (every example and
+                                 both training runs: about 45 s of CPU, 25 s on 2 idle cores)
+  DIFFERENTIAL_REPO_CACHE=C      how the copy's cache starts. `seeded` (the default up to 30
+                                 sequences): the copy gets the portable entries of this
+                                 repository's own cache (example results, training runs, shape
+                                 probes, math and font: tests/fixture_project.py seed_build_cache),
+                                 which the session's `built_site` build has filled for this very
+                                 tree, so the copy's first build runs no example and trains
+                                 nothing (10 s instead of a minute). `cold` (the nightly default):
+                                 the copy's first build fills its empty cache itself, as before.
+                                 The steps and their --no-cache references are the same in both;
+                                 seeded also checks that entries made in another folder hold in
+                                 a copy (a path leaking into a cached result would differ from
+                                 the --no-cache build). A seeded failure replays with the
+                                 repository's cache as it is then; if it does not, replay with
+                                 DIFFERENTIAL_REPO_CACHE=cold too
   DIFFERENTIAL_STEPS=LO-HI       steps per fixture sequence (default 4-8)
   DIFFERENTIAL_SEED=S            the seed (default 12)
   DIFFERENTIAL_ONLY=i,j          run only these sequence numbers (to replay a failure)
@@ -73,7 +87,11 @@ Modes (environment variables):
 Cost: the suite's default is sized to keep the whole suite under 10 minutes on 2 cores. On
 2026-12-01, at load average 1.6-2.3, 12 fixture sequences (76 steps, 78 incremental and 29
 --no-cache builds, 47 memoised) took 177 s, and 2 repository sequences 124 s (a cold build of
-the whole site is about a minute of it); in the whole suite at load 1.5, 10 fixture sequences took 124 s and 2 repository sequences 103 s; the default is 10 and 1. Every --no-cache
+the whole site is about a minute of it); in the whole suite at load 1.5, 10 fixture sequences took 124 s and 2 repository sequences 103 s; the default is 10 and 1. The
+repository sequence's cold first build was then replaced by a seeded one: back to back at load
+5-7, the repository part took 262 s (141 s of CPU) cold and 185 s (99 s of CPU, the first
+build 9 s of the wall time) seeded, and again at load 5-6, 158 s (128 s) and 118 s (88 s, the
+first build 8 s); the two --no-cache builds are what is left of it. Every --no-cache
 build subsets the math font again (0.7 s of a 3.5 s fixture build). The nightly run,
 `DIFFERENTIAL_SEQUENCES=300 python3 -m pytest tests/test_differential.py`, takes well over
 40 minutes (measured at 40 before the font subset and the playground's 57 more examples).
@@ -97,12 +115,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixture_project import make_fixture_project, make_repo_copy
+from tests.fixture_project import make_fixture_project, make_repo_copy, seed_build_cache
 
 SEED = os.environ.get("DIFFERENTIAL_SEED", "12")
 SEQUENCES = int(os.environ.get("DIFFERENTIAL_SEQUENCES", "10"))     # the suite's size: it must stay under 10 min
 LARGER = SEQUENCES > 30          # the nightly size: the repository's sequences run too, longer, with every edit
 REPO_SEQUENCES = int(os.environ.get("DIFFERENTIAL_REPO_SEQUENCES", str(max(1 if SEQUENCES <= 30 else 3, SEQUENCES // 30))))
+# How the repository copy's cache starts: "seeded" (the default) from the repository's own warm
+# cache, "cold" (the larger mode's default) filled by the copy's own first build.
+REPO_CACHE = os.environ.get("DIFFERENTIAL_REPO_CACHE", "cold" if LARGER else "seeded")
+assert REPO_CACHE in ("seeded", "cold"), f"DIFFERENTIAL_REPO_CACHE={REPO_CACHE}: say seeded or cold"
 STEPS = tuple(int(n) for n in os.environ.get("DIFFERENTIAL_STEPS", "4-8").split("-"))
 ONLY = {int(n) for n in os.environ.get("DIFFERENTIAL_ONLY", "").split(",") if n.strip()}
 WORKERS = int(os.environ.get("DIFFERENTIAL_WORKERS", "2"))
@@ -677,7 +699,8 @@ def report(label, results, stats, seconds):
     steps = sum(len(r.steps) for r in results)
     disagreeing = sum(len(r.culprits) for r in results)
     line = (f"[{label}] {len(results)} sequences, {steps} steps, {stats['incremental']} incremental builds, "
-            f"{stats['clean']} --no-cache builds ({stats['memo_hits']} memoised) in {seconds:.0f} s; "
+            f"{stats['clean']} --no-cache builds ({stats['memo_hits']} memoised) in {seconds:.0f} s "
+            f"({stats['setup']:.0f} s of it the first build); "
             f"{disagreeing} step(s) in {len(failures)} sequence(s) disagree")
     print("\n" + line)
     return line, failures
@@ -710,21 +733,35 @@ def test_incremental_build_equals_clean_build_on_the_fixture(tmp_path):
             outputs = [f.result() for f in futures]
     results = sorted((r for rs, _ in outputs for r in rs), key=lambda r: r.index)
     stats = {k: sum(s[k] for _, s in outputs) for k in ("incremental", "clean", "memo_hits")}
+    stats["setup"] = max(s["setup"] for _, s in outputs)
     line, failures = report("fixture", results, stats, time.monotonic() - t0)
     assert_agree(line, failures)
 
 
+def make_seeded_repo_copy(dest):
+    """The repository copy with the portable part of the repository's warm build cache (the
+    session's `built_site` build filled it for this very tree): its first build reruns no
+    example and trains nothing."""
+    make_repo_copy(dest)
+    seed_build_cache(dest)
+    return dest
+
+
 @pytest.mark.skipif(REPO_SEQUENCES <= 0, reason="DIFFERENTIAL_REPO_SEQUENCES=0")
-def test_incremental_build_equals_clean_build_on_the_repository(tmp_path):
+def test_incremental_build_equals_clean_build_on_the_repository(tmp_path, request):
     indices = sorted(ONLY) if ONLY else list(range(REPO_SEQUENCES))
+    if REPO_CACHE == "seeded":
+        request.getfixturevalue("built_site")     # the repository's cache holds this tree's results
     t0 = time.monotonic()
-    ws = Workspace(tmp_path / "repo", make_repo_copy, tmp_path / "memo")
+    ws = Workspace(tmp_path / "repo", make_seeded_repo_copy if REPO_CACHE == "seeded" else make_repo_copy,
+                   tmp_path / "memo")
+    setup = time.monotonic() - t0
     steps = (2, 4) if LARGER else (2, 2)
     results = []
     for i in indices:
         ws.reset()
         results.append(run_sequence(ws.project, repo_edits(LARGER), i, SEED, steps, "repository"))
     p = ws.project
-    stats = dict(incremental=p.incremental_builds, clean=p.clean_builds, memo_hits=p.memo_hits)
-    line, failures = report("repository", results, stats, time.monotonic() - t0)
+    stats = dict(incremental=p.incremental_builds, clean=p.clean_builds, memo_hits=p.memo_hits, setup=setup)
+    line, failures = report(f"repository, cache {REPO_CACHE}", results, stats, time.monotonic() - t0)
     assert_agree(line, failures)
