@@ -89,11 +89,9 @@ class Tab:
         self.page.evaluate(START_AXE, [EVERY_PAGE_CONTRAST or name in FULL_CONTRAST])
 
     def finish(self):
-        import sys, time; t0 = time.time()
         self.page.wait_for_function("window.__axe !== null", timeout=180_000, polling=100)
         for v in self.page.evaluate("window.__axe"):
             self.log.append(f"axe {v['impact']} {v['id']}: {v['help']} at {v['nodes']} {v['summary']}")
-        print(f"{self.name} waited {time.time()-t0:.2f}", file=sys.stderr)
         return [f"{self.name}: {line}" for line in self.log]
 
 
