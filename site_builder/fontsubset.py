@@ -222,14 +222,45 @@ def subset_font(font: bytes, chars) -> bytes:
 
 def subset_math_fonts(files: dict, pages, cache=None) -> None:
     """Replace every shipped copy of the math font in `files` with its subset for `pages`."""
-    chars = None
-    for rel in [r for r in files if r.endswith("/" + FONT_FILE)]:
-        if chars is None:
-            chars = math_characters(pages)
-        key = subset_key(files[rel], chars)
-        data = cache.get("font", key) if cache else None
-        if data is None:
-            data = subset_font(files[rel], chars)
-            if cache:
-                cache.put("font", key, data)
-        files[rel] = data
+    files.update(MathFontSubsets(files, pages, cache).result())
+
+
+class MathFontSubsets:
+    """The subsets of the shipped math fonts in `files` for `pages`, from the cache or made
+    now; with background=True made in a forked child (site_builder/parallel.py) while the
+    build checks its links and writes the site, and `result()` waits for them. A child that
+    fails leaves the subset to be made in this process, so an error is raised here as
+    before. `stop()` kills the child (a build that fails before it needs the fonts)."""
+
+    def __init__(self, files: dict, pages, cache=None, background=False):
+        self.cache, self.done, self.todo, self.children = cache, {}, {}, None
+        chars = None
+        for rel in [r for r in files if r.endswith("/" + FONT_FILE)]:
+            if chars is None:
+                chars = math_characters(pages)
+            key = subset_key(files[rel], chars)
+            data = cache.get("font", key) if cache else None
+            if data is None:
+                self.todo[rel] = (key, files[rel], chars)
+            else:
+                self.done[rel] = data
+        if background and self.todo:
+            from site_builder import parallel
+            self.children = parallel.start({rel: (lambda font=font, chars=chars: subset_font(font, chars))
+                                            for rel, (_, font, chars) in self.todo.items()})
+
+    def result(self) -> dict:
+        """{path: subset bytes} of every shipped copy of the font."""
+        made = {}
+        if self.children is not None:
+            made = {o.name: o.value for o in self.children.wait() if o.status == "ok"}
+        for rel, (key, font, chars) in self.todo.items():
+            self.done[rel] = made[rel] if rel in made else subset_font(font, chars)
+            if self.cache:
+                self.cache.put("font", key, self.done[rel])
+        self.todo = {}
+        return dict(self.done)
+
+    def stop(self):
+        if self.children is not None:
+            self.children.stop()
