@@ -1080,7 +1080,7 @@ class SourceIndex:
         fq, _ = self._lookup(None, fn.module.name, parts)
         return fq if fq in self.classes else None
 
-    def _build_scope(self, fn: _Fn):
+    def _build_scope(self, fn: _Fn, body_nodes):
         """Local names: parameters, local imports, `x = Class(...)` (an instance),
         `f = some_function` (an alias); every other local name shadows a module-level one.
         Flow-insensitive: the last binding in source order wins."""
@@ -1094,21 +1094,20 @@ class SourceIndex:
         if fn.class_q and first and not _is_static(node):
             fn.local[first[0].arg] = ("instance", fn.class_q)
         events, skip = [], set()
-        for stmt in node.body:
-            for n in _walk_stmt(stmt):
-                if isinstance(n, (ast.Import, ast.ImportFrom)):
-                    for local, target in _import_bindings(n, mod.name, mod.is_package):
-                        if local != "*":
-                            events.append((n.lineno, n.col_offset, local, ("alias", target)))
-                elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
-                    skip.add(id(n.targets[0]))
-                    events.append((n.lineno, n.col_offset, n.targets[0].id, n.value))
-                elif isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)) and id(n) not in skip:
-                    events.append((n.lineno, n.col_offset, n.id, ("shadow", None)))
-                elif isinstance(n, _DEFS + (ast.ClassDef,)):
-                    events.append((n.lineno, n.col_offset, n.name, ("shadow", None)))
-                elif isinstance(n, ast.arg):
-                    events.append((n.lineno, n.col_offset, n.arg, ("shadow", None)))
+        for n in body_nodes:              # every node of every statement of the body, in order
+            if isinstance(n, (ast.Import, ast.ImportFrom)):
+                for local, target in _import_bindings(n, mod.name, mod.is_package):
+                    if local != "*":
+                        events.append((n.lineno, n.col_offset, local, ("alias", target)))
+            elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+                skip.add(id(n.targets[0]))
+                events.append((n.lineno, n.col_offset, n.targets[0].id, n.value))
+            elif isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)) and id(n) not in skip:
+                events.append((n.lineno, n.col_offset, n.id, ("shadow", None)))
+            elif isinstance(n, _DEFS + (ast.ClassDef,)):
+                events.append((n.lineno, n.col_offset, n.name, ("shadow", None)))
+            elif isinstance(n, ast.arg):
+                events.append((n.lineno, n.col_offset, n.arg, ("shadow", None)))
         events.sort(key=lambda e: (e[0], e[1]))
         for _, _, name, what in events:
             if isinstance(what, ast.AST):
@@ -1130,11 +1129,11 @@ class SourceIndex:
 
     def _analyse(self, fn: _Fn) -> FunctionInfo:
         node, mod = fn.node, fn.module
-        self._build_scope(fn)
+        body_nodes = [n for stmt in node.body for n in _walk_stmt(stmt)]
+        self._build_scope(fn, body_nodes)
         fn.sites = {}
         lines = mod.lines
         calls, chain_inner = [], set()
-        body_nodes = [n for stmt in node.body for n in _walk_stmt(stmt)]
         for n in body_nodes:
             if isinstance(n, ast.Call):
                 chain_inner.add(id(n.func))
