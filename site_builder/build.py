@@ -16,6 +16,7 @@ the corpus vocabulary. A cold build trains the runs in workers beside the exampl
 not read them.
 """
 import functools
+import hashlib
 import json
 import os
 import shutil
@@ -27,8 +28,9 @@ from pathlib import Path
 from site_builder import fingerprint, training_run
 from site_builder.cache import BuildCache, digest
 from site_builder.content import load_content, concepts
-from site_builder.fontsubset import MathFontSubsets
+from site_builder.fontsubset import MathFontSubsets, page_math, remember_pages
 from site_builder.assets import insert_scripts, minify, prune_token_rules, used_token_classes
+from site_builder import links
 from site_builder.links import check_links
 from site_builder.pages import PageBuilder
 from site_builder.problems import Problem, BuildFailed
@@ -399,8 +401,8 @@ def render_all(root, content, index, renderer, model, site_info, cache=None, bac
             files[path] = None          # the order of the pages, rendered below
             todo[path] = (functools.partial(render_page, page), html_key, (root / page["file"]).stat().st_size)
     cites_by_file = {}
-    for (f, n), links in sorted(model.cited.items()):
-        cites_by_file.setdefault(f, []).append((n, links))
+    for (f, n), cites in sorted(model.cited.items()):
+        cites_by_file.setdefault(f, []).append((n, cites))
     for f in source_files:
         # A source page is made of its file, the lines pages cite, and what every page shares.
         source_key = digest(site_info["shared_key"], f, source_files, repr(cites_by_file.get(f))) \
@@ -412,6 +414,11 @@ def render_all(root, content, index, renderer, model, site_info, cache=None, bac
             # to render and 70 more to highlight
             cost = len(index.files[f]) * (10 if renderer.code_key(f) in renderer.code_memo else 80)
             todo[source_url(f)] = (functools.partial(render_source, f), source_key, cost)
+    # references.json too (the same units: indented JSON is written by Python's slow encoder)
+    refs = dict(commit=commit, references=model.references)
+    files["references.json"] = None
+    todo["references.json"] = (lambda: (json.dumps(refs, indent=1, sort_keys=True) + "\n").encode(), None,
+                               50 * len(model.references))
     files.update(render_shares(todo, renderer, cache, background))
     from site_builder.params import count_by_group
     cfg = site_info["config"]
@@ -430,8 +437,7 @@ def render_all(root, content, index, renderer, model, site_info, cache=None, bac
     pages = [v for k, v in files.items() if k.endswith(".html")]
     files.update(static_files(root, used_token_classes(pages)))
     fonts = MathFontSubsets(files, pages, cache, background)
-    refs = dict(commit=commit, references=model.references)
-    files["references.json"] = (json.dumps(refs, indent=1, sort_keys=True) + "\n").encode()
+    files["references.json"] = files.pop("references.json")     # last, as it always was
     return files, origin, fonts
 
 
@@ -447,16 +453,28 @@ def render_shares(todo, renderer, cache, background):
     snapshot = parallel.memo_snapshot([renderer.code_memo])
 
     def render_share(share):
-        return {p: todo[p][0]() for p in share}, parallel.memo_additions([renderer.code_memo], snapshot)
+        rendered = {p: todo[p][0]() for p in share}
+        # What the link check and the font subset read of each page as it will be written
+        # (site_builder/links.py, fontsubset.py), found here: in a child, beside the other share
+        final = {p: insert_scripts(data.decode(), "../" * p.count("/")).encode()
+                 for p, data in rendered.items() if p.endswith(".html")}
+        scans = ({p: links.scan_final(p, data) for p, data in final.items()},
+                 {hashlib.sha256(data).hexdigest(): page_math(data) for data in final.values()})
+        return rendered, parallel.memo_additions([renderer.code_memo], snapshot), scans
     out = {}
     with parallel.start({f"render:{len(share)} files": (lambda share=share: render_share(share))
                          for share in shares[1:]}) as children:
-        out.update(render_share(shares[0])[0])
+        rendered, _, (scans, math) = render_share(shares[0])
+        out.update(rendered)
+        links.remember_scans(scans)
+        remember_pages(math)
         for outcome in children.wait():
             if outcome.status == "ok":       # else rendered here, below
-                rendered, additions = outcome.value
+                rendered, additions, (scans, math) = outcome.value
                 out.update(rendered)
                 parallel.merge_memos([renderer.code_memo], additions)
+                links.remember_scans(scans)
+                remember_pages(math)
     for p in paths:
         if p not in out:
             out[p] = todo[p][0]()

@@ -133,20 +133,36 @@ def styled_forms(ch: str, variant) -> set:
     return set()
 
 
+def page_math(html) -> tuple:
+    """(characters, those at script level 1, those at level 2+) that one page's math draws."""
+    html = html.decode() if isinstance(html, bytes) else html
+    # Only the <math> elements are parsed: the HTML parser over every page (source pages
+    # included) was a tenth of a build whose examples were cached.
+    parser = MathText()
+    for block in MATH_BLOCK.findall(html):
+        parser.feed(block)
+    return parser.chars, parser.by_depth[1], parser.by_depth[2]
+
+
+_SCANNED = {}     # sha256 of a page's bytes -> page_math, found where the page was rendered
+
+
+def remember_pages(found):
+    """Keep {sha256 of a page: page_math(page)} that a forked child sent back, for this build."""
+    _SCANNED.update(found)
+
+
 def math_characters(pages) -> tuple:
     """(every character the pages' math draws, those drawn at script level 1, those drawn at
     level 2 or deeper), each sorted (pages: HTML as bytes or str)."""
     chars, depth1, depth2 = set(), set(), set()
     for html in pages:
-        html = html.decode() if isinstance(html, bytes) else html
-        # Only the <math> elements are parsed: the HTML parser over every page (source pages
-        # included) was a tenth of a build whose examples were cached.
-        parser = MathText()
-        for block in MATH_BLOCK.findall(html):
-            parser.feed(block)
-        chars |= parser.chars
-        depth1 |= parser.by_depth[1]
-        depth2 |= parser.by_depth[2]
+        known = _SCANNED.get(hashlib.sha256(html).hexdigest()) if _SCANNED and isinstance(html, bytes) else None
+        every, level1, level2 = known or page_math(html)
+        chars |= every
+        depth1 |= level1
+        depth2 |= level2
+    _SCANNED.clear()
     blank = set(" \t\r\n")
     return tuple("".join(sorted(c - blank)) for c in (chars, depth1, depth2))
 
