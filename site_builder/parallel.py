@@ -16,6 +16,7 @@ child fills in memory (the KaTeX and highlighting memos) is lost unless it is se
 A child that fails is not an error of the build: `wait` gives its Outcome, and the caller
 does that share itself (the same code, so the same pages and the same problems).
 """
+import gc
 import selectors
 
 from site_builder import worker
@@ -31,12 +32,21 @@ class Started:
         self.calls = list(calls)
         self.running, self.outcomes = {}, {}
         self.selector = selectors.DefaultSelector()
+        # The builder's heap is shared with the children copy-on-write; a collection in a
+        # child would walk (and so copy) all of it. Frozen, the collector leaves it alone.
+        # (serve keeps its heap frozen between builds: then it stays so, serve settles it.)
+        was_frozen = gc.get_freeze_count() > 0 or not self.calls
+        if self.calls:
+            gc.freeze()
         try:
             for call in self.calls:
                 worker._start(call, self.running, self.selector)
         except BaseException:
             self.stop()
             raise
+        finally:
+            if not was_frozen:
+                gc.unfreeze()
 
     def __enter__(self):
         return self
