@@ -14,6 +14,15 @@ highlighted files, parsed YAML, import lists, compiled templates and the search 
 Within one process (serve) also the source index, the Jinja2 environment, the link scan and
 the corpus vocabulary. A cold build trains the runs in workers beside the examples that do
 not read them.
+
+What runs beside what (with 2+ jobs; site_builder/parallel.py forks the children): the
+model's source files are highlighted in a child while the pages are gathered; the pages to
+gather are shared out by size, one share here and one in a child; the pages and source
+pages to render likewise (each share also scans its pages for the link check and the font
+subset, and one of them writes references.json); the math font is subset in a child while
+the links are checked, the site is written and Pagefind indexes it. Every share's results
+are merged in the order a one-process build makes them, so the output is the same bytes
+with --jobs 1 or any other.
 """
 import functools
 import hashlib
@@ -98,9 +107,12 @@ def static_files(root: Path, token_classes: set):
 
 
 def _train_and_hand_back(run):
-    """In a child: train (or read from the cache) one run, and hand it back to the build."""
+    """In a child: train (or read from the cache) one run, and hand it back to the build.
+    Only what this child changed: the child may have been forked before the build adopted
+    the other run, and must not hand back the copy it inherited (under --retrain, the old one)."""
+    before = training_run.held_runs()
     run()
-    return training_run.held_runs()
+    return {kind: held for kind, held in training_run.held_runs().items() if before.get(kind) is not held}
 
 
 def training_readers(root: Path, refs) -> set:
