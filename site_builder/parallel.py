@@ -17,6 +17,7 @@ A child that fails is not an error of the build: `wait` gives its Outcome, and t
 does that share itself (the same code, so the same pages and the same problems).
 """
 import gc
+import os
 import selectors
 
 from site_builder import worker
@@ -60,7 +61,7 @@ class Started:
             while self.running:
                 for key, _ in self.selector.select(timeout=0.05):
                     child = self.running[key.fd]
-                    chunk = worker.os.read(key.fd, 1 << 20)
+                    chunk = os.read(key.fd, 1 << 20)
                     if chunk:
                         child.data += chunk
                     else:
@@ -78,7 +79,7 @@ class Started:
         for child in list(self.running.values()):
             worker._kill(child)
             self.selector.unregister(child.fd)
-            worker.os.close(child.fd)
+            os.close(child.fd)
         self.running.clear()
         self.selector.close()
         self.selector = None
