@@ -291,6 +291,42 @@ def shared_memos(renderer):
 
 def gather(root: Path, problems: list, cache=None, jobs=1, memos=None, retrain=False, input_digests=None):
     """Everything the pages need, with no file written: content, index, shapes, view models."""
+    code_memo = memos.code if memos else {}
+    highlighting = highlight_beside(root, code_memo, jobs)
+    try:
+        return _gather(root, problems, cache, jobs, retrain, input_digests, code_memo, highlighting)
+    finally:
+        highlighting.stop()
+
+
+def highlight_beside(root: Path, memo: dict, jobs):
+    """The source files of model/ not highlighted yet, highlighted in a forked child while
+    the content and the source index are read (the listings and source pages need them):
+    parallel.Started. Read as the index reads them; the memo is keyed on their text, so a
+    file read differently would only be highlighted again, never shown wrong."""
+    from site_builder import parallel
+    from site_builder.render import code_key, highlight_into
+    from site_builder.source_index import SourceError, _split_lines, read_source, source_files
+    todo = []
+    for rel in source_files(root, "model") if jobs > 1 and (root / "model").is_dir() else []:
+        try:
+            lines = _split_lines(read_source(root, rel))
+        except (OSError, SourceError):
+            continue                # the index reports it
+        if code_key(lines) not in memo:
+            todo.append(lines)
+    if not todo:
+        return parallel.start({})
+    snapshot = parallel.memo_snapshot([memo])
+
+    def highlight():
+        for lines in todo:
+            highlight_into(memo, lines)
+        return parallel.memo_additions([memo], snapshot)
+    return parallel.start({"highlight": highlight})
+
+
+def _gather(root, problems, cache, jobs, retrain, input_digests, code_memo, highlighting):
     content = load_content(root, problems)
     if any(not p.warning for p in problems):
         return None           # the rest of the pipeline trusts validated content: stop here
@@ -306,30 +342,10 @@ def gather(root: Path, problems: list, cache=None, jobs=1, memos=None, retrain=F
     commit = git_commit(root)
     site_info = dict(repo_url=str(content.site.get("repo_url", "")).rstrip("/"),
                      branch=content.site.get("branch", "main"), commit=commit, config=cfg)
-    renderer = Renderer(root, index, problems, memos.code if memos else None)
+    renderer = Renderer(root, index, problems, code_memo)
     renderer.sources = quotation_sources(content)
-    highlighting = highlight_beside(renderer, index, jobs)
-    try:
-        return _gather_pages(root, problems, cache, jobs, retrain, input_digests, content, index, store, shapes,
-                             site_info, renderer, highlighting)
-    finally:
-        highlighting.stop()
-
-
-def highlight_beside(renderer, index, jobs):
-    """The source files of model/ not highlighted yet, highlighted in a forked child while
-    the pages are gathered (their source pages need them after): parallel.Started, or None."""
-    from site_builder import parallel
-    todo = sorted(f for f in index.files if f.startswith("model/") and renderer.code_key(f) not in renderer.code_memo)
-    if jobs < 2 or not todo:
-        return parallel.start({})
-    snapshot = parallel.memo_snapshot([renderer.code_memo])
-
-    def highlight():
-        for f in todo:
-            renderer.highlighted_lines(f)
-        return parallel.memo_additions([renderer.code_memo], snapshot)
-    return parallel.start({"highlight": highlight})
+    return _gather_pages(root, problems, cache, jobs, retrain, input_digests, content, index, store, shapes,
+                         site_info, renderer, highlighting)
 
 
 def _gather_pages(root, problems, cache, jobs, retrain, input_digests, content, index, store, shapes, site_info,
@@ -355,11 +371,13 @@ def _gather_pages(root, problems, cache, jobs, retrain, input_digests, content, 
         identities.update({ref: key for ref, key in outcomes.identities.items() if ref not in retrained})
         keys.update(page_keys(root, content, site_info["shared_key"], identities, stale))
     results = outcomes.results
+    # The highlighted model files before the pages (their listings read them): the child
+    # has had the content, the index and the examples' look-ups to do it in.
+    for outcome in highlighting.wait():
+        if outcome.status == "ok":         # else the pages and render_all highlight them here
+            parallel.merge_memos([renderer.code_memo], outcome.value)
     model = PageBuilder(root, content, index, renderer, shapes, problems, site_info, cache, results).build(
         keys, jobs, shared_memos(renderer))
-    for outcome in highlighting.wait():
-        if outcome.status == "ok":         # else render_all highlights them here
-            parallel.merge_memos([renderer.code_memo], outcome.value)
     model.example_inputs = list(store.used.values())
     model.examples_cached = sum(1 for _, from_cache in results.values() if from_cache)
     model.examples_run = len(results) - model.examples_cached

@@ -267,18 +267,12 @@ class Renderer:
 
     # -- code -----------------------------------------------------------------------------
     def code_key(self, file):
-        return digest("\n".join(self.index.files[file]), UNSTYLED_TOKENS.pattern)
+        return code_key(self.index.files[file])
 
     @lru_cache(maxsize=None)
     def highlighted_lines(self, file):
         """The file as a list of HTML lines (index 0 is line 1)."""
-        text = "\n".join(self.index.files[file])
-        key = self.code_key(file)
-        if key not in self.code_memo:
-            out = highlight(text, PythonLexer(stripnl=False, ensurenl=False), HtmlFormatter(nowrap=True))
-            out = UNSTYLED_TOKENS.sub(r"\1", out)
-            self.code_memo[key] = out.split("\n")[:len(self.index.files[file])]
-        return self.code_memo[key]
+        return highlight_into(self.code_memo, self.index.files[file])
 
     def listing(self, file, start, end, cited=None, prefix=""):
         """Lines start..end, each with its number linking to the source page; cited: line -> [links]."""
@@ -289,6 +283,21 @@ class Renderer:
             rows.append(dict(n=n, html=html_lines[n - 1], cited=cited.get(n, []),
                              href=f"{prefix}{source_url(file)}#L{n}"))
         return rows
+
+
+def code_key(lines) -> str:
+    """The highlighting memo's key of a file's lines (source_index.SourceIndex.files)."""
+    return digest("\n".join(lines), UNSTYLED_TOKENS.pattern)
+
+
+def highlight_into(memo, lines) -> list:
+    """The lines as HTML lines, from memo ({code_key: HTML lines}) or highlighted into it."""
+    key = code_key(lines)
+    if key not in memo:
+        out = highlight("\n".join(lines), PythonLexer(stripnl=False, ensurenl=False), HtmlFormatter(nowrap=True))
+        out = UNSTYLED_TOKENS.sub(r"\1", out)
+        memo[key] = out.split("\n")[:len(lines)]
+    return memo[key]
 
 
 @lru_cache(maxsize=None)

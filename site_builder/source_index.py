@@ -1260,19 +1260,29 @@ def build_index(root: Path, packages=("model", "tests")) -> SourceIndex:
         directory = root / package
         if not directory.is_dir():
             raise SourceError(package, None, f"no package directory {package}/ under {root}")
-        paths = []
-        for path in directory.rglob("*.py"):
-            rel = path.relative_to(root).as_posix()
-            if any(part.startswith(".") or part == "__pycache__" for part in rel.split("/")):
-                continue
-            paths.append(rel)
-        for rel in sorted(paths):
-            raw = (root / rel).read_bytes()
-            try:
-                text = raw.decode("utf-8-sig")
-            except UnicodeDecodeError as e:
-                line = raw[:e.start].count(b"\n") + 1
-                raise SourceError(rel, line, f"not valid UTF-8: {e.reason}") from None
-            index._add_module(_module_name(rel), rel, text)
+        for rel in source_files(root, package):
+            index._add_module(_module_name(rel), rel, read_source(root, rel))
     index._finish()
     return index
+
+
+def read_source(root: Path, rel: str) -> str:
+    """The text of a source file as the index reads it (SourceError if it is not UTF-8);
+    `_split_lines` of it is what `SourceIndex.files[rel]` holds."""
+    raw = (Path(root) / rel).read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw[:e.start].count(b"\n") + 1
+        raise SourceError(rel, line, f"not valid UTF-8: {e.reason}") from None
+
+
+def source_files(root: Path, package: str) -> list:
+    """The files of `package` the index reads: every *.py under it, hidden folders and
+    __pycache__ aside, sorted."""
+    paths = []
+    for path in (Path(root) / package).rglob("*.py"):
+        rel = path.relative_to(root).as_posix()
+        if not any(part.startswith(".") or part == "__pycache__" for part in rel.split("/")):
+            paths.append(rel)
+    return sorted(paths)
