@@ -16,13 +16,13 @@ the corpus vocabulary. A cold build trains the runs in workers beside the exampl
 not read them.
 
 What runs beside what (with 2+ jobs; site_builder/parallel.py forks the children): the
-model's source files are highlighted in a child while the pages are gathered; the pages to
-gather are shared out by size, one share here and one in a child; the pages and source
-pages to render likewise (each share also scans its pages for the link check and the font
-subset, and one of them writes references.json); the math font is subset in a child while
-the links are checked, the site is written and Pagefind indexes it. Every share's results
-are merged in the order a one-process build makes them, so the output is the same bytes
-with --jobs 1 or any other.
+model's source files are highlighted in a child while the content and the index are read;
+the pages to gather are shared out by size, one share here and one in a child; the pages
+and source pages to render likewise (each share also scans its pages for the link check and
+the font subset; one of them writes references.json); the math font is subset in a child
+while the links are checked, the site is written and Pagefind indexes it. Every share's
+results are merged in the order a one-process build makes them, so the output is the same
+bytes with --jobs 1 or any other.
 """
 import functools
 import hashlib
