@@ -14,8 +14,18 @@ highlighted files, parsed YAML, import lists, compiled templates and the search 
 Within one process (serve) also the source index, the Jinja2 environment, the link scan and
 the corpus vocabulary. A cold build trains the runs in workers beside the examples that do
 not read them.
+
+What runs beside what (with 2+ jobs; site_builder/parallel.py forks the children): the
+model's source files are highlighted in a child while the content and the index are read;
+the pages to gather are shared out by size, one share here and one in a child; the pages
+and source pages to render likewise (each share also scans its pages for the link check and
+the font subset; one of them writes references.json); the math font is subset in a child
+while the links are checked, the site is written and Pagefind indexes it. Every share's
+results are merged in the order a one-process build makes them, so the output is the same
+bytes with --jobs 1 or any other.
 """
 import functools
+import hashlib
 import json
 import os
 import shutil
@@ -27,8 +37,9 @@ from pathlib import Path
 from site_builder import fingerprint, training_run
 from site_builder.cache import BuildCache, digest
 from site_builder.content import load_content, concepts
-from site_builder.fontsubset import subset_math_fonts
+from site_builder.fontsubset import MathFontSubsets, page_math, remember_pages
 from site_builder.assets import insert_scripts, minify, prune_token_rules, used_token_classes
+from site_builder import links
 from site_builder.links import check_links
 from site_builder.pages import PageBuilder
 from site_builder.problems import Problem, BuildFailed
@@ -96,9 +107,12 @@ def static_files(root: Path, token_classes: set):
 
 
 def _train_and_hand_back(run):
-    """In a child: train (or read from the cache) one run, and hand it back to the build."""
+    """In a child: train (or read from the cache) one run, and hand it back to the build.
+    Only what this child changed: the child may have been forked before the build adopted
+    the other run, and must not hand back the copy it inherited (under --retrain, the old one)."""
+    before = training_run.held_runs()
     run()
-    return training_run.held_runs()
+    return {kind: held for kind, held in training_run.held_runs().items() if before.get(kind) is not held}
 
 
 def training_readers(root: Path, refs) -> set:
@@ -116,7 +130,7 @@ def training_step(root: Path, refs):
     from site_builder.example_runner import SharedStep
     return SharedStep(runs={"language model": functools.partial(_train_and_hand_back, functools.partial(training_run.trained_run, root)),
                             "reversal": functools.partial(_train_and_hand_back, functools.partial(training_run.reversal_run, root))},
-                      needed_by=training_readers(root, refs), adopt=training_run.adopt)
+                      needed_by=functools.partial(training_readers, root, refs), adopt=training_run.adopt)
 
 
 def example_requests(root, content, slugs=None):
@@ -278,8 +292,51 @@ class Memos:
             self.cache.put("memo", self.keys["code"], self.code)
 
 
+def shared_memos(renderer):
+    """The in-memory memos the pages fill, which a forked child sends back (KaTeX's output,
+    highlighted files, import lists, parsed YAML and the YAML keys a build used)."""
+    from site_builder import content, mathrender, examples
+    return [renderer.code_memo, mathrender.MEMO, examples.IMPORTS_MEMO, content.YAML_MEMO, content.YAML_USED]
+
+
 def gather(root: Path, problems: list, cache=None, jobs=1, memos=None, retrain=False, input_digests=None):
     """Everything the pages need, with no file written: content, index, shapes, view models."""
+    code_memo = memos.code if memos else {}
+    highlighting = highlight_beside(root, code_memo, jobs)
+    try:
+        return _gather(root, problems, cache, jobs, retrain, input_digests, code_memo, highlighting)
+    finally:
+        highlighting.stop()
+
+
+def highlight_beside(root: Path, memo: dict, jobs):
+    """The source files of model/ not highlighted yet, highlighted in a forked child while
+    the content and the source index are read (the listings and source pages need them):
+    parallel.Started. Read as the index reads them; the memo is keyed on their text, so a
+    file read differently would only be highlighted again, never shown wrong."""
+    from site_builder import parallel
+    from site_builder.render import code_key, highlight_into
+    from site_builder.source_index import SourceError, _split_lines, read_source, source_files
+    todo = []
+    for rel in source_files(root, "model") if jobs > 1 and (root / "model").is_dir() else []:
+        try:
+            lines = _split_lines(read_source(root, rel))
+        except (OSError, SourceError):
+            continue                # the index reports it
+        if code_key(lines) not in memo:
+            todo.append(lines)
+    if not todo:
+        return parallel.start({})
+    snapshot = parallel.memo_snapshot([memo])
+
+    def highlight():
+        for lines in todo:
+            highlight_into(memo, lines)
+        return parallel.memo_additions([memo], snapshot)
+    return parallel.start({"highlight": highlight})
+
+
+def _gather(root, problems, cache, jobs, retrain, input_digests, code_memo, highlighting):
     content = load_content(root, problems)
     if any(not p.warning for p in problems):
         return None           # the rest of the pipeline trusts validated content: stop here
@@ -289,12 +346,21 @@ def gather(root: Path, problems: list, cache=None, jobs=1, memos=None, retrain=F
         problems.append(Problem(e.file, e.line, e.message, "fix the syntax error"))
         return None
     cfg = default_config(root)
-    from site_builder.example_runner import ExampleStore, run_examples
+    from site_builder.example_runner import ExampleStore
     store = ExampleStore(root, cache if cache is not None else BuildCache(None))
     shapes = with_declared_shapes(root, cfg, store, cached_shapes(root, cfg, store), content)
     site_info = site_info_for(root, content, cfg)
-    renderer = Renderer(root, index, problems, memos.code if memos else None)
+    renderer = Renderer(root, index, problems, code_memo)
     renderer.sources = quotation_sources(content)
+    return _gather_pages(root, problems, cache, jobs, retrain, input_digests, content, index, store, shapes,
+                         site_info, renderer, highlighting)
+
+
+def _gather_pages(root, problems, cache, jobs, retrain, input_digests, content, index, store, shapes, site_info,
+                  renderer, highlighting):
+    """gather, once the content, index and shapes are there: the examples and the pages."""
+    from site_builder import parallel
+    from site_builder.example_runner import run_examples
     requests = example_requests(root, content)
     # --retrain: the runs train again, and every example that reads them runs again.
     retrained = training_readers(root, {r.ref for r in requests}) if retrain else set()
@@ -313,7 +379,13 @@ def gather(root: Path, problems: list, cache=None, jobs=1, memos=None, retrain=F
         identities.update({ref: key for ref, key in outcomes.identities.items() if ref not in retrained})
         keys.update(page_keys(root, content, site_info["shared_key"], identities, stale))
     results = outcomes.results
-    model = PageBuilder(root, content, index, renderer, shapes, problems, site_info, cache, results).build(keys)
+    # The highlighted model files before the pages (their listings read them): the child
+    # has had the content, the index and the examples' look-ups to do it in.
+    for outcome in highlighting.wait():
+        if outcome.status == "ok":         # else the pages and render_all highlight them here
+            parallel.merge_memos([renderer.code_memo], outcome.value)
+    model = PageBuilder(root, content, index, renderer, shapes, problems, site_info, cache, results).build(
+        keys, jobs, shared_memos(renderer))
     model.example_inputs = list(store.used.values())
     model.examples_cached = sum(1 for _, from_cache in results.values() if from_cache)
     model.examples_run = len(results) - model.examples_cached
@@ -321,8 +393,10 @@ def gather(root: Path, problems: list, cache=None, jobs=1, memos=None, retrain=F
     return content, index, renderer, model, site_info
 
 
-def render_all(root, content, index, renderer, model, site_info, cache=None):
-    """-> ({relative path: bytes}, {relative path: content file it came from})."""
+def render_all(root, content, index, renderer, model, site_info, cache=None, background=False):
+    """-> ({relative path: bytes}, {relative path: content file it came from}, the math-font
+    subsets: MathFontSubsets, whose result() replaces the full fonts in the first dict; with
+    background=True they are made in a child meanwhile)."""
     jinja_dir = cache.folder / "jinja" if cache and cache.folder else None
     if jinja_dir:
         jinja_dir.mkdir(parents=True, exist_ok=True)
@@ -337,45 +411,56 @@ def render_all(root, content, index, renderer, model, site_info, cache=None):
     common = dict(site=dict(title=content.site.get("title", "Documentation"), description=content.site.get("description", "")),
                   nav=nav, source_files=source_files, built_from=built_from)
     titles = {p["slug"]: p["title"] for p in model.pages}
-    files, origin = {}, {}
-    for page in model.pages:
-        html_key = digest(page["key"], source_files) if page.get("key") else None
-        cached = cache.get("html", html_key) if cache and html_key else None
-        if cached is not None:
-            files[f"{page['slug']}.html"] = cached
-            origin[f"{page['slug']}.html"] = page["file"]
-            continue
-        html = env.get_template("page.html").render(
+    files, origin, todo = {}, {}, {}     # todo: {path: (render it, cache key, cost)}
+
+    def render_page(page):
+        return env.get_template("page.html").render(
             page=page, title=page["title"], description=page["summary"], root="", current=page["slug"],
             prev_href=f"{page['prev']}.html" if page["prev"] else "index.html",
             prev_title=titles.get(page["prev"], "Overview"),
-            next_href=f"{page['next']}.html" if page["next"] else None, next_title=titles.get(page["next"]), **common)
-        files[f"{page['slug']}.html"] = html.encode()
-        origin[f"{page['slug']}.html"] = page["file"]
-        if cache and html_key:
-            cache.put("html", html_key, files[f"{page['slug']}.html"])
+            next_href=f"{page['next']}.html" if page["next"] else None, next_title=titles.get(page["next"]),
+            **common).encode()
+
+    def render_source(f):
+        depth = f.count("/") + 1
+        rows = [dict(n=i + 1, html=h, cited=model.cited.get((f, i + 1), []))
+                for i, h in enumerate(renderer.highlighted_lines(f))]
+        github = f"{site_info['repo_url']}/blob/{commit or site_info['branch']}/{f}"
+        return env.get_template("source.html").render(
+            file=f, lines=rows, commit=commit, github=github, uncommitted=f in site_info["uncommitted"], branch=site_info["branch"],
+            cited_count=sum(1 for r in rows if r["cited"]), title=f, description=f"Source of {f}",
+            root="../" * depth, current="source:" + f, prev_href=None, next_href=None, **common).encode()
+
+    for page in model.pages:
+        path = f"{page['slug']}.html"
+        origin[path] = page["file"]
+        html_key = digest(page["key"], source_files) if page.get("key") else None
+        cached = cache.get("html", html_key) if cache and html_key else None
+        if cached is not None:
+            files[path] = cached
+        else:
+            files[path] = None          # the order of the pages, rendered below
+            todo[path] = (functools.partial(render_page, page), html_key, (root / page["file"]).stat().st_size)
     cites_by_file = {}
-    for (f, n), links in sorted(model.cited.items()):
-        cites_by_file.setdefault(f, []).append((n, links))
+    for (f, n), cites in sorted(model.cited.items()):
+        cites_by_file.setdefault(f, []).append((n, cites))
     for f in source_files:
         # A source page is made of its file, the lines pages cite, and what every page shares.
         source_key = digest(site_info["shared_key"], f, source_files, repr(cites_by_file.get(f))) \
             if cache and site_info.get("shared_key") else None
         cached = cache.get("html", source_key) if source_key else None
-        if cached is not None:
-            files[source_url(f)] = cached
-            continue
-        depth = f.count("/") + 1
-        rows = [dict(n=i + 1, html=h, cited=model.cited.get((f, i + 1), []))
-                for i, h in enumerate(renderer.highlighted_lines(f))]
-        github = f"{site_info['repo_url']}/blob/{commit or site_info['branch']}/{f}"
-        html = env.get_template("source.html").render(
-            file=f, lines=rows, commit=commit, github=github, uncommitted=f in site_info["uncommitted"], branch=site_info["branch"],
-            cited_count=sum(1 for r in rows if r["cited"]), title=f, description=f"Source of {f}",
-            root="../" * depth, current="source:" + f, prev_href=None, next_href=None, **common)
-        files[source_url(f)] = html.encode()
-        if source_key:
-            cache.put("html", source_key, files[source_url(f)])
+        files[source_url(f)] = cached
+        if cached is None:
+            # in the units of a page's cost (its file's bytes): measured, a line costs about 10
+            # to render and 70 more to highlight
+            cost = len(index.files[f]) * (10 if renderer.code_key(f) in renderer.code_memo else 80)
+            todo[source_url(f)] = (functools.partial(render_source, f), source_key, cost)
+    # references.json too (the same units: indented JSON is written by Python's slow encoder)
+    refs = dict(commit=commit, references=model.references)
+    files["references.json"] = None
+    todo["references.json"] = (lambda: (json.dumps(refs, indent=1, sort_keys=True) + "\n").encode(), None,
+                               50 * len(model.references))
+    files.update(render_shares(todo, renderer, cache, background))
     from site_builder.params import count_by_group
     cfg = site_info["config"]
     size = dict(config=f"ModelConfig({', '.join(f'{k}={v}' for k, v in cfg.to_dict().items())}), vocabulary from the shipped corpus.",
@@ -392,10 +477,51 @@ def render_all(root, content, index, renderer, model, site_info, cache=None):
         files[path] = insert_scripts(files[path].decode(), "../" * path.count("/")).encode()
     pages = [v for k, v in files.items() if k.endswith(".html")]
     files.update(static_files(root, used_token_classes(pages)))
-    subset_math_fonts(files, pages, cache)
-    refs = dict(commit=commit, references=model.references)
-    files["references.json"] = (json.dumps(refs, indent=1, sort_keys=True) + "\n").encode()
-    return files, origin
+    fonts = MathFontSubsets(files, pages, cache, background)
+    files["references.json"] = files.pop("references.json")     # last, as it always was
+    return files, origin, fonts
+
+
+def render_shares(todo, renderer, cache, background):
+    """{path: bytes} of todo ({path: (render, cache key, cost)}), each stored in the cache
+    under its key. With background=True the paths are shared out by cost and one share is
+    rendered in a forked child (site_builder/parallel.py) while this process renders the
+    other; the child sends back its bytes and the files it highlighted."""
+    from site_builder import parallel
+    from site_builder.pages import share_out
+    paths = list(todo)
+    shares = share_out(paths, lambda p: todo[p][2], 2) if background and len(paths) > 1 else [paths]
+    snapshot = parallel.memo_snapshot([renderer.code_memo])
+
+    def render_share(share):
+        rendered = {p: todo[p][0]() for p in share}
+        # What the link check and the font subset read of each page as it will be written
+        # (site_builder/links.py, fontsubset.py), found here: in a child, beside the other share
+        final = {p: insert_scripts(data.decode(), "../" * p.count("/")).encode()
+                 for p, data in rendered.items() if p.endswith(".html")}
+        scans = ({p: links.scan_final(p, data) for p, data in final.items()},
+                 {hashlib.sha256(data).hexdigest(): page_math(data) for data in final.values()})
+        return rendered, parallel.memo_additions([renderer.code_memo], snapshot), scans
+    out = {}
+    with parallel.start({f"render:{len(share)} files": (lambda share=share: render_share(share))
+                         for share in shares[1:]}) as children:
+        rendered, _, (scans, math) = render_share(shares[0])
+        out.update(rendered)
+        links.remember_scans(scans)
+        remember_pages(math)
+        for outcome in children.wait():
+            if outcome.status == "ok":       # else rendered here, below
+                rendered, additions, (scans, math) = outcome.value
+                out.update(rendered)
+                parallel.merge_memos([renderer.code_memo], additions)
+                links.remember_scans(scans)
+                remember_pages(math)
+    for p in paths:
+        if p not in out:
+            out[p] = todo[p][0]()
+        if cache and todo[p][1]:
+            cache.put("html", todo[p][1], out[p])
+    return out
 
 
 def play_fragments(env, pages):
@@ -503,11 +629,25 @@ def build(root: Path, out: Path, strict=False, cache_dir=None, use_cache=True, r
     cache = BuildCache(cache_dir if use_cache else None)
     training_run.configure(cache, retrain)
     memos = Memos(cache if use_cache else None)
-    gathered = gather(root, problems, cache, jobs or os.cpu_count() or 1, memos, retrain, digests)
+    jobs = jobs or os.cpu_count() or 1
+    gathered = gather(root, problems, cache, jobs, memos, retrain, digests)
     if gathered is None:
         raise BuildFailed(problems)
     content, index, renderer, model, site_info = gathered
-    files, origin = render_all(root, content, index, renderer, model, site_info, cache if use_cache else None)
+    # The font subset is made beside the link check and the write (a child, with 2+ jobs).
+    files, origin, fonts = render_all(root, content, index, renderer, model, site_info, cache if use_cache else None,
+                                      background=jobs > 1)
+    try:
+        return _check_and_write(root, out, strict, problems, files, origin, fonts, index, model, cache, memos,
+                                cache_dir, start_key, defer_search, t0)
+    finally:
+        fonts.stop()
+
+
+def _check_and_write(root, out, strict, problems, files, origin, fonts, index, model, cache, memos, cache_dir,
+                     start_key, defer_search, t0):
+    """The rest of build: check links, fail or write the site with its search index and the
+    font subsets, record the stamp."""
     check_links(files, origin, problems)
     strict_checks(index, model, problems)
     failing = [p for p in problems if not p.warning and (strict or not p.strict)]
@@ -521,14 +661,21 @@ def build(root: Path, out: Path, strict=False, cache_dir=None, use_cache=True, r
                          examples_cached=model.examples_cached, seconds=0.0,
                          pages_cached=sum(1 for p in model.pages if p.get("from_cache")), warnings=warnings)
 
+    def after_write(tmp, deferred):
+        if deferred:
+            carry_search_bundle(out, tmp)
+        else:
+            search_index(tmp, problems, cache)         # Pagefind, while the fonts are subset
+        for rel, data in fonts.result().items():
+            (tmp / rel).write_bytes(data)
+
     def stamp():
         if start_key:
             extra, packages = stamp_inputs(root, model.example_inputs)
             fingerprint.record(cache_dir, out, start_key, result.summary(), warnings, extra, packages)
     with output_lock(out):
         fingerprint.forget(cache_dir, out)
-        write_site(files, out, after_write=(lambda tmp: carry_search_bundle(out, tmp)) if deferred
-                   else (lambda tmp: search_index(tmp, problems, cache)))
+        write_site(files, out, after_write=lambda tmp: after_write(tmp, deferred))
     memos.save()
     result.seconds = time.perf_counter() - t0
     if deferred:

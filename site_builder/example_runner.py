@@ -54,9 +54,11 @@ class Request:
 class SharedStep:
     """Work some examples need done before they run (the training runs), done once, each
     run in a child of its own. runs: {name: callable returning what to hand back};
-    adopt(value) takes a run's value in this process so later children inherit it."""
+    adopt(value) takes a run's value in this process so later children inherit it.
+    needed_by: the refs that wait, or a function returning them, called only if an example
+    must run (finding the readers parses every example's imports)."""
     runs: dict
-    needed_by: set
+    needed_by: object
     adopt: object = None
 
 
@@ -130,7 +132,8 @@ def run_examples(root: Path, requests, problems: list, store: ExampleStore = Non
     _prehash(root, misses, store.state)
     failed_modules = {}           # module -> (message, fix) of the import that failed
     by_ref = {r.ref: r for r in misses}
-    waiting = [r for r in misses if shared and r.ref in shared.needed_by]
+    needed = (shared.needed_by() if callable(shared.needed_by) else shared.needed_by) if shared else set()
+    waiting = [r for r in misses if r.ref in needed]
     first = [_example_call(root, r, store) for r in misses if r not in waiting]
     shared_calls = [Call(f"run:{name}", fn, RUN_TIMEOUT, where=_blame(root))
                     for name, fn in shared.runs.items()] if shared and waiting else []

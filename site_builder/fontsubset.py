@@ -133,20 +133,36 @@ def styled_forms(ch: str, variant) -> set:
     return set()
 
 
+def page_math(html) -> tuple:
+    """(characters, those at script level 1, those at level 2+) that one page's math draws."""
+    html = html.decode() if isinstance(html, bytes) else html
+    # Only the <math> elements are parsed: the HTML parser over every page (source pages
+    # included) was a tenth of a build whose examples were cached.
+    parser = MathText()
+    for block in MATH_BLOCK.findall(html):
+        parser.feed(block)
+    return parser.chars, parser.by_depth[1], parser.by_depth[2]
+
+
+_SCANNED = {}     # sha256 of a page's bytes -> page_math, found where the page was rendered
+
+
+def remember_pages(found):
+    """Keep {sha256 of a page: page_math(page)} that a forked child sent back, for this build."""
+    _SCANNED.update(found)
+
+
 def math_characters(pages) -> tuple:
     """(every character the pages' math draws, those drawn at script level 1, those drawn at
     level 2 or deeper), each sorted (pages: HTML as bytes or str)."""
     chars, depth1, depth2 = set(), set(), set()
     for html in pages:
-        html = html.decode() if isinstance(html, bytes) else html
-        # Only the <math> elements are parsed: the HTML parser over every page (source pages
-        # included) was a tenth of a build whose examples were cached.
-        parser = MathText()
-        for block in MATH_BLOCK.findall(html):
-            parser.feed(block)
-        chars |= parser.chars
-        depth1 |= parser.by_depth[1]
-        depth2 |= parser.by_depth[2]
+        known = _SCANNED.get(hashlib.sha256(html).hexdigest()) if _SCANNED and isinstance(html, bytes) else None
+        every, level1, level2 = known or page_math(html)
+        chars |= every
+        depth1 |= level1
+        depth2 |= level2
+    _SCANNED.clear()
     blank = set(" \t\r\n")
     return tuple("".join(sorted(c - blank)) for c in (chars, depth1, depth2))
 
@@ -222,14 +238,45 @@ def subset_font(font: bytes, chars) -> bytes:
 
 def subset_math_fonts(files: dict, pages, cache=None) -> None:
     """Replace every shipped copy of the math font in `files` with its subset for `pages`."""
-    chars = None
-    for rel in [r for r in files if r.endswith("/" + FONT_FILE)]:
-        if chars is None:
-            chars = math_characters(pages)
-        key = subset_key(files[rel], chars)
-        data = cache.get("font", key) if cache else None
-        if data is None:
-            data = subset_font(files[rel], chars)
-            if cache:
-                cache.put("font", key, data)
-        files[rel] = data
+    files.update(MathFontSubsets(files, pages, cache).result())
+
+
+class MathFontSubsets:
+    """The subsets of the shipped math fonts in `files` for `pages`, from the cache or made
+    now; with background=True made in a forked child (site_builder/parallel.py) while the
+    build checks its links and writes the site, and `result()` waits for them. A child that
+    fails leaves the subset to be made in this process, so an error is raised here as
+    before. `stop()` kills the child (a build that fails before it needs the fonts)."""
+
+    def __init__(self, files: dict, pages, cache=None, background=False):
+        self.cache, self.done, self.todo, self.children = cache, {}, {}, None
+        chars = None
+        for rel in [r for r in files if r.endswith("/" + FONT_FILE)]:
+            if chars is None:
+                chars = math_characters(pages)
+            key = subset_key(files[rel], chars)
+            data = cache.get("font", key) if cache else None
+            if data is None:
+                self.todo[rel] = (key, files[rel], chars)
+            else:
+                self.done[rel] = data
+        if background and self.todo:
+            from site_builder import parallel
+            self.children = parallel.start({rel: (lambda font=font, chars=chars: subset_font(font, chars))
+                                            for rel, (_, font, chars) in self.todo.items()})
+
+    def result(self) -> dict:
+        """{path: subset bytes} of every shipped copy of the font."""
+        made = {}
+        if self.children is not None:
+            made = {o.name: o.value for o in self.children.wait() if o.status == "ok"}
+        for rel, (key, font, chars) in self.todo.items():
+            self.done[rel] = made[rel] if rel in made else subset_font(font, chars)
+            if self.cache:
+                self.cache.put("font", key, self.done[rel])
+        self.todo = {}
+        return dict(self.done)
+
+    def stop(self):
+        if self.children is not None:
+            self.children.stop()

@@ -200,7 +200,8 @@ def packages_unchanged(packages, state=None) -> bool:
     for name, *rest in packages:
         identity, files = tuple(rest[:3]), rest[3] if len(rest) > 3 else ()
         now = state.package(name) if state else package_identity(name, "/nonexistent")
-        if tuple(now or ()) != identity or any(_stat(f) != (size, mtime) for f, size, mtime in files):
+        stat = state.stat if state else _stat
+        if tuple(now or ()) != identity or any(stat(f) != (size, mtime) for f, size, mtime in files):
             return False
     return True
 
@@ -255,7 +256,7 @@ class InputState:
 
     def __init__(self, root: Path):
         self.root = Path(root)
-        self.files, self.dirs, self.packages = {}, {}, {}
+        self.files, self.dirs, self.packages, self.stats = {}, {}, {}, {}
 
     def file(self, rel: str) -> str:
         if rel not in self.files:
@@ -276,6 +277,13 @@ class InputState:
     def kind(self, rel: str) -> str:
         path = self.root / rel
         return "dir" if path.is_dir() else "file" if path.exists() else "missing"
+
+    def stat(self, path: str) -> tuple:
+        """(size, mtime) of a package's module file, once per build: every example that loaded
+        NumPy lists its ~170 module files, and a build checks 400 of those lists."""
+        if path not in self.stats:
+            self.stats[path] = _stat(path)
+        return self.stats[path]
 
     def package(self, name: str):
         if name not in self.packages:

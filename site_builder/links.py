@@ -22,6 +22,7 @@ template from the view model: the problem names the page's content file, line 1,
 nearest anchor above the link in the page; on a source page, the source file and the line
 whose row holds the link.
 """
+import hashlib
 import posixpath
 import re
 from functools import lru_cache
@@ -76,6 +77,20 @@ def scan_page(data: bytes):
     return scanner.ids, scanner.links
 
 
+def scan_final(path, data: bytes):
+    """(digest of data, scan_page(data)): a page scanned where it was rendered (a forked
+    child), for `remember_scans` in the build's process."""
+    return hashlib.sha256(data).hexdigest(), scan_page(data)
+
+
+def remember_scans(scans):
+    """Keep {path: scan_final(path, data)} for `scan`, which uses one only for the same bytes."""
+    _FINAL.update(scans)
+
+
+_FINAL = {}        # path -> (digest of the bytes scanned, scan): scanned in a child this build
+
+
 def scan(files):
     """{path: bytes} -> ({path: ids}, {path: [(url, origin, anchor)]}) for the HTML files."""
     ids, links, seen = {}, {}, {}
@@ -83,11 +98,13 @@ def scan(files):
         if path.endswith(".html"):
             key = (path, data)
             if key not in _SCANNED:
-                _SCANNED[key] = scan_page(data)
+                done = _FINAL.get(path)
+                _SCANNED[key] = done[1] if done and done[0] == hashlib.sha256(data).hexdigest() else scan_page(data)
             seen[key] = _SCANNED[key]
             ids[path], links[path] = seen[key]
     _SCANNED.clear()
     _SCANNED.update(seen)       # keep only this build's pages
+    _FINAL.clear()
     return ids, links
 
 

@@ -102,6 +102,17 @@ def prepare_blocks(blocks, index, renderer):
     return blocks
 
 
+def share_out(items, cost, n):
+    """items in n shares of about equal cost (longest first, each to the lightest share),
+    each share in the items' order; the same items always give the same shares."""
+    shares, totals = [[] for _ in range(n)], [0] * n
+    for item in sorted(items, key=lambda x: (-cost(x), items.index(x))):
+        lightest = totals.index(min(totals))
+        shares[lightest].append(item)
+        totals[lightest] += cost(item)
+    return [sorted(share, key=items.index) for share in shares if share]
+
+
 class PageBuilder:
     def __init__(self, root, content, index, renderer, shapes, problems, site_info, cache=None, example_results=None):
         self.root, self.content, self.index, self.r, self.cache = root, content, index, renderer, cache
@@ -152,16 +163,26 @@ class PageBuilder:
         return self.r.md(obj.get(key), obj.file, obj.line_of(key), inline=inline)
 
     # -- pages ----------------------------------------------------------------------------
-    def build(self, page_keys=None):
+    def build(self, page_keys=None, jobs=1, memos=()):
         """Every page's view model, in navigation order. With page_keys ({slug: key}) and a
         cache, a page whose key is cached is not gathered again: its view model and everything
-        it adds to the site (references, cited lines, problems) come back from the cache."""
+        it adds to the site (references, cited lines, problems) come back from the cache.
+
+        jobs > 1: the pages to gather are shared out, one share gathered here and the others
+        in forked children (site_builder/parallel.py), which send back their parts and what
+        they added to `memos` (dicts or sets: the KaTeX and highlighting memos); the parts
+        are merged in navigation order, as if gathered here one by one."""
         slugs = list(self.content.pages)
+        cached = {}
+        for slug in slugs:
+            key = (page_keys or {}).get(slug)
+            cached[slug] = self.cache.get("pages", key) if key and self.cache else None
+        built = self.build_shared([s for s in slugs if cached[s] is None], slugs, jobs, memos)
         for i, slug in enumerate(slugs):
             key = (page_keys or {}).get(slug)
-            part = self.cache.get("pages", key) if key and self.cache else None
+            part = cached[slug]
             if part is None:
-                part = self.build_page(slug, i, slugs)
+                part = built[slug] if slug in built else self.build_page(slug, i, slugs)
                 part.pages[0]["key"] = key
                 if key and self.cache and not any(not p.warning and not p.strict for p in part.problems):
                     self.cache.put("pages", key, part)
@@ -175,6 +196,32 @@ class PageBuilder:
                                              "fix the model code that raised; the build runs it to find the shapes"))
         self.model.call_map = self.call_map()
         return self.model
+
+    def build_shared(self, stale, slugs, jobs, memos):
+        """{slug: part} of the pages of `stale` that other processes gathered (the rest are
+        gathered by build, here, in order). Only where nothing is reported once per build
+        (a failed shape probe): with several processes each would report it."""
+        if jobs < 2 or len(stale) < 2 or self.probe_failures or getattr(self.shapes, "declared_errors", None):
+            return {}
+        from site_builder import parallel
+        shares = share_out(stale, lambda slug: len(self.content.pages[slug].text or ""), jobs)
+        snapshot = parallel.memo_snapshot(memos)
+
+        def gather_share(share):
+            parts = {slug: self.build_page(slug, slugs.index(slug), slugs) for slug in share}
+            return parts, parallel.memo_additions(memos, snapshot), self.r.cited
+        built = {}
+        with parallel.start({f"pages:{','.join(share)}": (lambda share=share: gather_share(share))
+                             for share in shares[1:]}) as children:
+            for slug in shares[0]:       # this process's share, in order, as the serial build
+                built[slug] = self.build_page(slug, slugs.index(slug), slugs)
+            for outcome in children.wait():
+                if outcome.status == "ok":       # else build gathers that share here
+                    parts, additions, cited = outcome.value
+                    built.update(parts)
+                    parallel.merge_memos(memos, additions)
+                    self.r.cited |= cited
+        return built
 
     def failed_probe(self, fn):
         """The first shape probe that raised and whose entry point reaches fn (by the index's

@@ -148,7 +148,7 @@ class Renderer:
         text = MATH_RE.sub(math, text)
         text = prose.VALUE_RE.sub(lambda v: keep(self.value(v, file, line)), text)
         self.check_leftover_braces(text, file, line)
-        out = markdown.markdown(text, extensions=["tables", "sane_lists"], output_format="html")
+        out = _markdown().reset().convert(text)
         if inline and out.startswith("<p>") and out.endswith("</p>") and out.count("<p>") == 1:
             out = out[3:-4]
         out = re.sub("\u2063KX(\\d+)\u2063", lambda m: stash[int(m.group(1))], out)
@@ -271,16 +271,13 @@ class Renderer:
         return "".join(out) + fragment[done:]
 
     # -- code -----------------------------------------------------------------------------
+    def code_key(self, file):
+        return code_key(self.index.files[file])
+
     @lru_cache(maxsize=None)
     def highlighted_lines(self, file):
         """The file as a list of HTML lines (index 0 is line 1)."""
-        text = "\n".join(self.index.files[file])
-        key = digest(text, UNSTYLED_TOKENS.pattern)
-        if key not in self.code_memo:
-            out = highlight(text, PythonLexer(stripnl=False, ensurenl=False), HtmlFormatter(nowrap=True))
-            out = UNSTYLED_TOKENS.sub(r"\1", out)
-            self.code_memo[key] = out.split("\n")[:len(self.index.files[file])]
-        return self.code_memo[key]
+        return highlight_into(self.code_memo, self.index.files[file])
 
     def listing(self, file, start, end, cited=None, prefix=""):
         """Lines start..end, each with its number linking to the source page; cited: line -> [links]."""
@@ -291,6 +288,28 @@ class Renderer:
             rows.append(dict(n=n, html=html_lines[n - 1], cited=cited.get(n, []),
                              href=f"{prefix}{source_url(file)}#L{n}"))
         return rows
+
+
+def code_key(lines) -> str:
+    """The highlighting memo's key of a file's lines (source_index.SourceIndex.files)."""
+    return digest("\n".join(lines), UNSTYLED_TOKENS.pattern)
+
+
+def highlight_into(memo, lines) -> list:
+    """The lines as HTML lines, from memo ({code_key: HTML lines}) or highlighted into it."""
+    key = code_key(lines)
+    if key not in memo:
+        out = highlight("\n".join(lines), PythonLexer(stripnl=False, ensurenl=False), HtmlFormatter(nowrap=True))
+        out = UNSTYLED_TOKENS.sub(r"\1", out)
+        memo[key] = out.split("\n")[:len(lines)]
+    return memo[key]
+
+
+@lru_cache(maxsize=None)
+def _markdown():
+    """One Markdown converter per process, reset before each text: building one per call
+    (its parser and ~40 inline patterns) took longer than converting a paragraph."""
+    return markdown.Markdown(extensions=["tables", "sane_lists"], output_format="html")
 
 
 class _LinkTags(HTMLParser):

@@ -263,14 +263,27 @@ def _module_defs(body) -> Iterator[ast.stmt]:
             yield from _module_defs(s.finalbody)
 
 
+def _children(node: ast.AST) -> list:
+    """ast.iter_child_nodes(node) as a list, without its two generators (the index walks
+    every function's tree; this was a fifth of building it)."""
+    out = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            out.append(value)
+        elif isinstance(value, list):
+            out += [v for v in value if isinstance(v, ast.AST)]
+    return out
+
+
 def _walk_scope(node: ast.AST, into_nested: bool = True) -> Iterator[ast.AST]:
     """Every node under `node` (not `node` itself); nested scopes only if into_nested."""
-    stack = list(ast.iter_child_nodes(node))[::-1]
+    stack = _children(node)[::-1]
     while stack:
         n = stack.pop()
         yield n
         if into_nested or not isinstance(n, _SCOPES):
-            stack.extend(list(ast.iter_child_nodes(n))[::-1])
+            stack.extend(_children(n)[::-1])
 
 
 def _walk_stmt(stmt: ast.AST) -> Iterator[ast.AST]:
@@ -1080,7 +1093,7 @@ class SourceIndex:
         fq, _ = self._lookup(None, fn.module.name, parts)
         return fq if fq in self.classes else None
 
-    def _build_scope(self, fn: _Fn):
+    def _build_scope(self, fn: _Fn, body_nodes):
         """Local names: parameters, local imports, `x = Class(...)` (an instance),
         `f = some_function` (an alias); every other local name shadows a module-level one.
         Flow-insensitive: the last binding in source order wins."""
@@ -1094,21 +1107,20 @@ class SourceIndex:
         if fn.class_q and first and not _is_static(node):
             fn.local[first[0].arg] = ("instance", fn.class_q)
         events, skip = [], set()
-        for stmt in node.body:
-            for n in _walk_stmt(stmt):
-                if isinstance(n, (ast.Import, ast.ImportFrom)):
-                    for local, target in _import_bindings(n, mod.name, mod.is_package):
-                        if local != "*":
-                            events.append((n.lineno, n.col_offset, local, ("alias", target)))
-                elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
-                    skip.add(id(n.targets[0]))
-                    events.append((n.lineno, n.col_offset, n.targets[0].id, n.value))
-                elif isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)) and id(n) not in skip:
-                    events.append((n.lineno, n.col_offset, n.id, ("shadow", None)))
-                elif isinstance(n, _DEFS + (ast.ClassDef,)):
-                    events.append((n.lineno, n.col_offset, n.name, ("shadow", None)))
-                elif isinstance(n, ast.arg):
-                    events.append((n.lineno, n.col_offset, n.arg, ("shadow", None)))
+        for n in body_nodes:              # every node of every statement of the body, in order
+            if isinstance(n, (ast.Import, ast.ImportFrom)):
+                for local, target in _import_bindings(n, mod.name, mod.is_package):
+                    if local != "*":
+                        events.append((n.lineno, n.col_offset, local, ("alias", target)))
+            elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+                skip.add(id(n.targets[0]))
+                events.append((n.lineno, n.col_offset, n.targets[0].id, n.value))
+            elif isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)) and id(n) not in skip:
+                events.append((n.lineno, n.col_offset, n.id, ("shadow", None)))
+            elif isinstance(n, _DEFS + (ast.ClassDef,)):
+                events.append((n.lineno, n.col_offset, n.name, ("shadow", None)))
+            elif isinstance(n, ast.arg):
+                events.append((n.lineno, n.col_offset, n.arg, ("shadow", None)))
         events.sort(key=lambda e: (e[0], e[1]))
         for _, _, name, what in events:
             if isinstance(what, ast.AST):
@@ -1130,11 +1142,11 @@ class SourceIndex:
 
     def _analyse(self, fn: _Fn) -> FunctionInfo:
         node, mod = fn.node, fn.module
-        self._build_scope(fn)
+        body_nodes = [n for stmt in node.body for n in _walk_stmt(stmt)]
+        self._build_scope(fn, body_nodes)
         fn.sites = {}
         lines = mod.lines
         calls, chain_inner = [], set()
-        body_nodes = [n for stmt in node.body for n in _walk_stmt(stmt)]
         for n in body_nodes:
             if isinstance(n, ast.Call):
                 chain_inner.add(id(n.func))
@@ -1248,19 +1260,29 @@ def build_index(root: Path, packages=("model", "tests")) -> SourceIndex:
         directory = root / package
         if not directory.is_dir():
             raise SourceError(package, None, f"no package directory {package}/ under {root}")
-        paths = []
-        for path in directory.rglob("*.py"):
-            rel = path.relative_to(root).as_posix()
-            if any(part.startswith(".") or part == "__pycache__" for part in rel.split("/")):
-                continue
-            paths.append(rel)
-        for rel in sorted(paths):
-            raw = (root / rel).read_bytes()
-            try:
-                text = raw.decode("utf-8-sig")
-            except UnicodeDecodeError as e:
-                line = raw[:e.start].count(b"\n") + 1
-                raise SourceError(rel, line, f"not valid UTF-8: {e.reason}") from None
-            index._add_module(_module_name(rel), rel, text)
+        for rel in source_files(root, package):
+            index._add_module(_module_name(rel), rel, read_source(root, rel))
     index._finish()
     return index
+
+
+def read_source(root: Path, rel: str) -> str:
+    """The text of a source file as the index reads it (SourceError if it is not UTF-8);
+    `_split_lines` of it is what `SourceIndex.files[rel]` holds."""
+    raw = (Path(root) / rel).read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw[:e.start].count(b"\n") + 1
+        raise SourceError(rel, line, f"not valid UTF-8: {e.reason}") from None
+
+
+def source_files(root: Path, package: str) -> list:
+    """The files of `package` the index reads: every *.py under it, hidden folders and
+    __pycache__ aside, sorted."""
+    paths = []
+    for path in (Path(root) / package).rglob("*.py"):
+        rel = path.relative_to(root).as_posix()
+        if not any(part.startswith(".") or part == "__pycache__" for part in rel.split("/")):
+            paths.append(rel)
+    return sorted(paths)

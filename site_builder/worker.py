@@ -138,6 +138,8 @@ def run_calls(calls, jobs: int, on_done=None, more=None):
                     child.data += chunk
                 else:
                     outcomes.append(_finish(child, running, selector))
+                    if queue:      # the freed core first: on_done (storing a result) can wait
+                        _start(queue.pop(0), running, selector)
                     if on_done:
                         on_done(outcomes[-1])
                     if more:

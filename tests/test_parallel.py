@@ -1,0 +1,63 @@
+"""The build's own children (site_builder/parallel.py): outcomes in the order of the calls
+whatever finishes first, a failing child is an outcome (the build then does that share
+itself), memo additions come back, and no child outlives `stop`. Plus the share-out the
+pages and the renders are split by."""
+import os
+import time
+
+from site_builder import parallel
+from site_builder.pages import share_out
+
+
+def test_outcomes_come_back_in_call_order_and_a_failed_child_is_an_outcome():
+    def slow():
+        time.sleep(0.3)
+        return "slow"
+
+    def raises():
+        raise ValueError("no")
+
+    children = parallel.start({"slow": slow, "fast": lambda: "fast", "raises": raises,
+                               "exits": lambda: os._exit(3)})
+    outcomes = children.wait()
+    assert [o.name for o in outcomes] == ["slow", "fast", "raises", "exits"]
+    assert [o.status for o in outcomes] == ["ok", "ok", "error", "died"]
+    assert [o.value for o in outcomes[:2]] == ["slow", "fast"]
+    assert "ValueError: no" in outcomes[2].detail
+
+
+def test_a_child_sends_back_only_what_it_added_to_the_memos():
+    memo, names = {"old": 1}, {"a"}
+    snapshot = parallel.memo_snapshot([memo, names])
+
+    def work():
+        memo["new"] = 2
+        names.add("b")
+        return parallel.memo_additions([memo, names], snapshot)
+    [outcome] = parallel.start({"work": work}).wait()
+    assert outcome.value == [{"new": 2}, {"b"}]
+    assert memo == {"old": 1}             # the child's memory is its own until merged
+    parallel.merge_memos([memo, names], outcome.value)
+    assert memo == {"old": 1, "new": 2} and names == {"a", "b"}
+
+
+def test_stop_kills_a_child_that_is_still_running():
+    with parallel.start({"sleeps": lambda: time.sleep(60)}) as children:
+        [pid] = [child.pid for child in children.running.values()]
+    try:
+        os.kill(pid, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    assert not alive
+
+
+def test_share_out_balances_by_cost_and_keeps_each_share_in_order():
+    costs = {"a": 5, "b": 1, "c": 4, "d": 2, "e": 2}
+    shares = share_out(list(costs), costs.get, 2)
+    assert sorted(x for share in shares for x in share) == sorted(costs)
+    assert all(share == sorted(share) for share in shares)           # the items' own order
+    totals = [sum(costs[x] for x in share) for share in shares]
+    assert max(totals) - min(totals) <= min(costs.values())
+    assert share_out(list(costs), costs.get, 2) == shares              # the same items, the same shares
+    assert share_out(["x"], lambda _: 1, 2) == [["x"]]                 # no empty share
