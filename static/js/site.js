@@ -1,6 +1,8 @@
 // Progressive enhancement only: every page reads completely without JavaScript.
-// Each file in static/js is one small, independent feature, loaded with `defer` (classic
-// scripts, not ES modules, so that pages opened from file:// run them without CORS errors):
+// Each file in static/js is one small, independent feature; a page loads the features it has
+// as one deferred file, this one first and each other in a task of its own
+// (site_builder/assets.py). Classic scripts, not ES modules, so that pages opened from
+// file:// run them without CORS errors:
 //   site.js     the Menu button on narrow screens, keyboard shortcuts between pages
 //   theme.js    light / dark toggle, remembered
 //   copy.js     "Copy link" on equations, "Copy code" on listings
