@@ -16,11 +16,10 @@ What a page loads is part of its weight (benchmarks/page_weight.py), so:
   (setTimeout 0, in load order), as separate files did: run together they made one long task
   that blocked a tap (Lighthouse's total blocking time). None of them waits for an event
   that could pass meanwhile (only site.js listens for `load`).
-- The stylesheets are inlined into each page's <head> (STYLES_PLACEHOLDER): the page paints
-  without waiting for a second request, and the math font is asked for one round trip
-  sooner. The cost is that each page carries the CSS (about 6 KB compressed) instead of the
-  browser caching one file; on a phone the round trip costs more than the bytes. The same
-  minified files are still shipped in static/ (other tools may link them).
+- The stylesheets stay files, not inlined into each page: inlined, the longest page's LCP fell
+  further (1.2 s against 1.5 s, Lighthouse's mobile profile), but the page then paints before
+  the browser has parsed the rest of it, and that parsing counts as blocking time: TBT of the
+  block and model pages went from 0-22 ms to 139-210 ms (README, "Fast on a phone").
 - The CSS and JS are shipped minified: rcssmin and rjsmin (small, long-maintained, with C
   speedups) strip comments and whitespace and nothing else, so the readable files in
   static/ stay the ones to edit. The minified copies are what pages load and what the
@@ -53,10 +52,7 @@ SCRIPTS = (
     ("figures", ('<svg class="chart"', '<svg class="heatmap"')),
 )
 SCRIPTS_PLACEHOLDER = "<!-- page scripts -->"
-STYLES_PLACEHOLDER = "<!-- page styles -->"
 TOKEN_CLASS = re.compile(rb'<span class="([a-zA-Z0-9]{1,3})">')
-# A url() in a stylesheet that is relative to the stylesheet's folder (not data:, absolute or rooted).
-RELATIVE_URL = re.compile(r"""url\((['"]?)(?![a-z]+:|/|#)""")
 
 
 def page_scripts(html: str) -> list:
@@ -86,15 +82,6 @@ def script_bundles(js_dir: Path, bundles) -> dict:
         parts[1:] = [b"setTimeout(()=>{" + p + b"},0);" for p in parts[1:]]
         files[bundle_path(names)] = b"\n".join(parts) + b"\n"
     return files
-
-
-def inline_styles(html: str, root: str, css: str) -> str:
-    """Replace the placeholder in <head> with the stylesheets (minified, as shipped in static/)
-    in a <style>; their relative url()s now start from the page, `root` from static/."""
-    css = RELATIVE_URL.sub(lambda m: f"url({m.group(1)}{root}static/", css)
-    if "</style" in css.lower():
-        raise ValueError("a stylesheet contains '</style', which would end the inlined <style> early")
-    return html.replace(STYLES_PLACEHOLDER, f"<style>{css}</style>", 1)
 
 
 def minify(path: str, data: bytes) -> bytes:

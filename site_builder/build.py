@@ -28,7 +28,7 @@ from site_builder import fingerprint, training_run
 from site_builder.cache import BuildCache, digest
 from site_builder.content import load_content, concepts
 from site_builder.fontsubset import subset_math_fonts
-from site_builder.assets import (inline_styles, insert_scripts, minify, page_scripts, prune_token_rules,
+from site_builder.assets import (insert_scripts, minify, page_scripts, prune_token_rules,
                                  script_bundles, used_token_classes)
 from site_builder.links import check_links
 from site_builder.pages import PageBuilder
@@ -389,9 +389,6 @@ def render_all(root, content, index, renderer, model, site_info, cache=None):
     pages = [files[p] for p in html_paths]
     files.update(static_files(root, used_token_classes(pages), bundles))
     subset_math_fonts(files, pages, cache)
-    css = (files["static/site.css"] + files["static/pygments.css"]).decode()
-    for path in html_paths:
-        files[path] = inline_styles(files[path].decode(), "../" * path.count("/"), css).encode()
     refs = dict(commit=commit, references=model.references)
     files["references.json"] = (json.dumps(refs, indent=1, sort_keys=True) + "\n").encode()
     return files, origin

@@ -1,12 +1,12 @@
 """site_builder.assets: each page loads the scripts of the features it has, as one bundle;
-the shipped CSS and JS are minified copies of static/, the CSS inlined into every page; and
-pygments.css keeps the token classes in use."""
+the shipped CSS and JS are minified copies of static/; and pygments.css keeps the token
+classes in use."""
 import re
 import subprocess
 
 import pytest
 
-from site_builder.assets import (SCRIPTS, bundle_path, inline_styles, insert_scripts, minify, page_scripts,
+from site_builder.assets import (SCRIPTS, bundle_path, insert_scripts, minify, page_scripts,
                                  prune_token_rules, script_bundles)
 from tests.conftest import ROOT
 
@@ -47,15 +47,6 @@ def test_a_bundle_runs_its_scripts_in_load_order_each_in_its_own_task(tmp_path):
     assert run.stdout.strip() == "abc", run.stderr
 
 
-def test_inlined_styles_point_their_urls_from_the_page():
-    css = ".a{background:url(img/x.png)}@font-face{src:url('vendor/f.woff2')}.b{x:url(data:,1)}"
-    page = inline_styles("<head><!-- page styles --></head>", "../../", css)
-    assert "url(../../static/img/x.png)" in page and "url('../../static/vendor/f.woff2')" in page
-    assert "url(data:,1)" in page and "page styles" not in page
-    with pytest.raises(ValueError):
-        inline_styles("<!-- page styles -->", "", ".a{content:'</style>'}")
-
-
 def test_built_pages_load_only_what_they_use(built_site):
     block = (built_site / "block.html").read_text()
     assert {"stepper", "symbols", "copy"} <= set(scripts_of(block)) and "lines" not in scripts_of(block)
@@ -67,18 +58,7 @@ def test_built_pages_load_only_what_they_use(built_site):
             assert "page scripts" not in text
             tag = BUNDLE_TAG.search(text)
             assert tag and (built_site / "static/js" / f"{tag.group(2)}.js").is_file()
-            assert '<link rel="stylesheet"' not in text and text.count("<style>") == 1
-
-
-def test_pages_inline_the_shipped_stylesheets(built_site):
-    css = (built_site / "static/site.css").read_text() + (built_site / "static/pygments.css").read_text()
-    for rel in ["block.html", "source/model/ops.py.html"]:
-        text = (built_site / rel).read_text()
-        style = text.split("<style>", 1)[1].split("</style>", 1)[0]
-        root = "../" * rel.count("/")
-        assert style == css.replace("url(vendor/", f"url({root}static/vendor/")
-        font = re.search(r"url\(([^)]*latinmodern-math\.woff2)\)", style).group(1)
-        assert (built_site / rel).parent.joinpath(font).resolve().is_file()
+            assert text.count('<link rel="stylesheet"') == 2
 
 
 def test_shipped_css_and_js_are_minified_copies(built_site):
