@@ -38,7 +38,8 @@ from site_builder import fingerprint, training_run
 from site_builder.cache import BuildCache, digest
 from site_builder.content import load_content, concepts
 from site_builder.fontsubset import MathFontSubsets, page_math, remember_pages
-from site_builder.assets import insert_scripts, minify, prune_token_rules, used_token_classes
+from site_builder.assets import (insert_scripts, minify, page_scripts, prune_token_rules,
+                                 script_bundles, used_token_classes)
 from site_builder import links
 from site_builder.links import check_links
 from site_builder.pages import PageBuilder
@@ -47,7 +48,7 @@ from site_builder.render import Renderer, make_environment, pygments_css, source
 from site_builder.source_index import build_index, SourceError
 from site_builder.write import write_site, output_lock
 
-SHIPPED_STATIC = ("site.css", "js/")
+SHIPPED_STATIC = ("site.css",)
 SHIPPED_FONTS = ("vendor/latinmodern-math/",)
 
 
@@ -92,8 +93,9 @@ def default_config(root: Path):
     return ModelConfig(vocab_size=_VOCAB_SIZES[text])
 
 
-def static_files(root: Path, token_classes: set):
-    """The shipped static files, minified; pygments.css only for the token classes in use."""
+def static_files(root: Path, token_classes: set, bundles=()):
+    """The shipped static files, minified; pygments.css only for the token classes in use; the
+    scripts as the bundles the pages load (site_builder/assets.py)."""
     files = {}
     static = root / "static"
     for entry in SHIPPED_STATIC + SHIPPED_FONTS:
@@ -103,6 +105,7 @@ def static_files(root: Path, token_classes: set):
             rel = "static/" + p.relative_to(static).as_posix()
             files[rel] = minify(rel, p.read_bytes())
     files["static/pygments.css"] = minify(".css", prune_token_rules(pygments_css(), token_classes).encode())
+    files.update(script_bundles(static / "js", bundles))
     return files
 
 
@@ -473,10 +476,14 @@ def render_all(root, content, index, renderer, model, site_info, cache=None, bac
         next_title=nav[0]["title"] if nav else None, **common).encode()
     origin["index.html"] = "content/site.yaml"
     files.update(play_fragments(env, model.pages))
-    for path in [p for p in files if p.endswith(".html")]:
-        files[path] = insert_scripts(files[path].decode(), "../" * path.count("/")).encode()
-    pages = [v for k, v in files.items() if k.endswith(".html")]
-    files.update(static_files(root, used_token_classes(pages)))
+    html_paths = [p for p in files if p.endswith(".html")]
+    bundles = set()
+    for path in html_paths:
+        html = files[path].decode()
+        bundles.add(tuple(page_scripts(html)))
+        files[path] = insert_scripts(html, "../" * path.count("/")).encode()
+    pages = [files[p] for p in html_paths]
+    files.update(static_files(root, used_token_classes(pages), bundles))
     fonts = MathFontSubsets(files, pages, cache, background)
     files["references.json"] = files.pop("references.json")     # last, as it always was
     return files, origin, fonts

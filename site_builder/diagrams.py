@@ -32,6 +32,8 @@ CACHE_NAME = re.compile(r"^(c|cache|c_\w+|cache_\w+|\w+_cache)$")
 MONO, SANS = 13, 12
 CHAR_EM = 0.62
 BOX_H, GAP, FRAME_HEAD, FRAME_TAIL, LANE = 30, 36, 24, 18, 10
+HEAD_LINE = 15                 # a loop header's second line (12 px text)
+MIN_SCALE = 0.85               # a diagram shrinks at most this far to fit its column, then scrolls
 
 
 @dataclass
@@ -185,8 +187,18 @@ def _out_label(node):
     return " → ".join(node.outputs)
 
 
+def _header_lines(header: str) -> list:
+    """A loop header in one line, or two when it has " in " (`for l in` over `range(...)`):
+    the header sits right of its column's boxes and the column is as wide as its widest line,
+    so two shorter lines keep the 2017 encoder-decoder (two loops side by side) inside the
+    page's column at desktop width."""
+    head, sep, tail = header.partition(" in ")
+    return [head + " in", tail] if sep and tail else [header]
+
+
 def render(nodes: list, title: str, column_titles=()) -> str:
-    """SVG of the nodes; hrefs must be set by the caller (None: the box is not a link)."""
+    """SVG of the nodes; hrefs must be set by the caller (None: the box is not a link). The SVG
+    may shrink to MIN_SCALE of its size to fit its column (site.css), then scrolls instead."""
     columns = sorted({n.column for n in nodes})
     by_col = {c: [n for n in nodes if n.column == c] for c in columns}
     head = 22 if len(columns) > 1 else 0
@@ -200,7 +212,7 @@ def render(nodes: list, title: str, column_titles=()) -> str:
             if prev is not None:
                 y += BOX_H + GAP
             if n.frame and (prev is None or prev.frame != n.frame):
-                y += FRAME_HEAD
+                y += FRAME_HEAD + HEAD_LINE * (len(_header_lines(n.frame[1])) - 1)
             if prev is not None and prev.frame and prev.frame != n.frame:
                 y += FRAME_TAIL
             pos[n.key] = (c, y)
@@ -244,7 +256,7 @@ def render(nodes: list, title: str, column_titles=()) -> str:
             right = max(right, cx + 6 + _w(_out_label(n), SANS) + 4 if n.kind != "input" else right)
         for f in frames.values():
             if f[0] == c:
-                right = max(right, cx + 8 + _w(f[3], SANS) + 8)
+                right = max(right, cx + 8 + max(_w(line, SANS) for line in _header_lines(f[3])) + 8)
         if len(columns) > 1 and c < len(column_titles):
             right = max(right, x + _w(column_titles[c], SANS + 1))
         col_right[c] = right + 8
@@ -260,15 +272,19 @@ def render(nodes: list, title: str, column_titles=()) -> str:
         return cx - w / 2, y, w
 
     out = [f'<svg class="arch-svg" viewBox="0 0 {width:.0f} {height:.0f}" width="{width:.0f}" height="{height:.0f}" '
-           f'role="group" aria-label="{_esc(title)}" xmlns="http://www.w3.org/2000/svg"><title>{_esc(title)}</title>']
+           f'style="min-width:{width * MIN_SCALE:.0f}px" role="group" aria-label="{_esc(title)}" xmlns="http://www.w3.org/2000/svg"><title>{_esc(title)}</title>']
     for c in columns:
         if len(columns) > 1 and c < len(column_titles):
             out.append(f'<text class="arch-col" x="{col_x[c]:.1f}" y="16">{_esc(column_titles[c])}</text>')
     for fid, (c, y0, y1, header) in frames.items():
-        x0 = col_x[c] - 8
-        out.append(f'<rect class="arch-frame" x="{x0:.1f}" y="{y0 - FRAME_HEAD + 2:.1f}" width="{col_right[c] - x0:.1f}" '
-                   f'height="{y1 + BOX_H + 24 - (y0 - FRAME_HEAD + 2):.1f}" rx="6"/>'
-                   f'<text class="arch-loop" x="{col_x[c] + box_w[c] / 2 + 8:.1f}" y="{y0 - 8:.1f}">{_esc(header)}</text>')
+        x0, lines = col_x[c] - 8, _header_lines(header)
+        top = y0 - FRAME_HEAD - HEAD_LINE * (len(lines) - 1) + 2
+        tx = col_x[c] + box_w[c] / 2 + 8
+        spans = "".join(f'<tspan x="{tx:.1f}" y="{y0 - 8 - HEAD_LINE * (len(lines) - 1 - i):.1f}">{_esc(line)}</tspan>'
+                        for i, line in enumerate(lines))
+        out.append(f'<rect class="arch-frame" x="{x0:.1f}" y="{top:.1f}" width="{col_right[c] - x0:.1f}" '
+                   f'height="{y1 + BOX_H + 24 - top:.1f}" rx="6"/>'
+                   f'<text class="arch-loop">{spans}</text>')
     for src, dst, lane in routed:
         sx, sy, sw = box(src)
         dx, dy, dw = box(dst)

@@ -26,6 +26,7 @@ import html
 import math
 
 W = 640                        # every line plot's viewBox width; the page scales it
+W_PHONE = 360                  # the same plot's width as drawn for a phone (a 324-448 px column)
 PLOT_H = 230                   # height of a line plot's plotting area
 FONT_TICK, FONT_LABEL = 11, 12
 CHAR_EM = 0.62                 # average glyph width / font size: wider than DejaVu Sans' 0.55-0.6
@@ -171,7 +172,19 @@ def _describe(series, xlabel, ylabel):
 
 
 def line_plot(series, title, xlabel, ylabel, logy=False, logx=False):
-    """series: [(label, xs, ys)]. Returns SVG markup. On a log axis, points at or below 0 are left out."""
+    """series: [(label, xs, ys)]. Returns SVG markup: the plot drawn twice, W wide for a wide
+    screen and W_PHONE wide (fewer x ticks) for a phone, and site.css shows one of them. One
+    drawing scaled to a phone's column drew 11-unit tick labels at 5-8 px (or scrolled
+    sideways, as it did); drawn for the narrow width its text is at its own size there. The
+    cost is the bytes of a second drawing (1-2 KB compressed a plot). The phone's copy is
+    class "chart narrow"; the wide one keeps class "chart" alone, which is the marker that
+    loads static/js/figures.js. On a log axis, points at or below 0 are left out."""
+    return (_line_svg(series, title, xlabel, ylabel, logy, logx, W, 6, "chart")
+            + _line_svg(series, title, xlabel, ylabel, logy, logx, W_PHONE, 4, "chart narrow"))
+
+
+def _line_svg(series, title, xlabel, ylabel, logy, logx, W, xtarget, cls_attr):
+    """One drawing of line_plot's plot, W units wide, about `xtarget` ticks on a linear x axis."""
     drop = lambda x, y: (logy and y <= 0) or (logx and x <= 0)
     series = [(label, [float(x) for x, y in zip(xs, ys) if not drop(x, y)],
                [float(y) for x, y in zip(xs, ys) if not drop(x, y)]) for label, xs, ys in series]
@@ -186,7 +199,7 @@ def line_plot(series, title, xlabel, ylabel, logy=False, logx=False):
         xticks = [t for t in log_ticks(x0, x1) if x0 * (1 - 1e-9) <= t <= x1 * (1 + 1e-9)] or [x0]
         xlabels = tick_labels(xticks, log=True)
     else:
-        xticks, xstep = linear_ticks(x0, x1, 6)
+        xticks, xstep = linear_ticks(x0, x1, xtarget)
         xticks = [t for t in xticks if x0 - 1e-9 * abs(xstep) <= t <= x1 + 1e-9 * abs(xstep)] or [x0]
         xlabels = tick_labels(xticks, xstep)
     x0, x1 = fx(x0), fx(x1)
@@ -214,7 +227,7 @@ def line_plot(series, title, xlabel, ylabel, logy=False, logx=False):
     sy = lambda y: bottom - (fy(y) - y0) / ((y1 - y0) or 1) * PLOT_H
 
     desc = _describe(series, xlabel, ylabel)
-    out = [f'<svg class="chart" viewBox="0 0 {W} {height:.0f}" role="img" tabindex="0" aria-label="{esc(title)}" '
+    out = [f'<svg class="{cls_attr}" viewBox="0 0 {W} {height:.0f}" role="img" tabindex="0" aria-label="{esc(title)}" '
            f'data-xlabel="{esc(xlabel)}" data-ylabel="{esc(ylabel)}" xmlns="http://www.w3.org/2000/svg">',
            f"<title>{esc(title)}</title><desc>{esc(desc)}</desc>"]
     for t, lab in zip(xticks, xlabels):

@@ -1,13 +1,23 @@
-"""site_builder.assets: each page loads the scripts of the features it has, the shipped CSS
-and JS are minified copies of static/, and pygments.css keeps the token classes in use."""
+"""site_builder.assets: each page loads the scripts of the features it has, as one bundle;
+the shipped CSS and JS are minified copies of static/; and pygments.css keeps the token
+classes in use."""
 import re
+import subprocess
 
-from site_builder.assets import SCRIPTS, insert_scripts, page_scripts, prune_token_rules
+import pytest
+
+from site_builder.assets import (SCRIPTS, bundle_path, insert_scripts, minify, page_scripts,
+                                 prune_token_rules, script_bundles)
 from tests.conftest import ROOT
+
+BUNDLE_TAG = re.compile(r'<script defer src="((?:\.\./)*)static/js/([\w-]+)\.js"></script>')
 
 
 def scripts_of(html):
-    return re.findall(r'<script defer src="(?:\.\./)*static/js/(\w+)\.js"></script>', html)
+    """The scripts a page loads, in order: the features its one bundle is named by."""
+    tags = BUNDLE_TAG.findall(html)
+    assert len(tags) <= 1, "a page loads one bundle"
+    return tags[0][1].split("-") if tags else []
 
 
 def test_scripts_follow_the_markers_in_load_order():
@@ -17,7 +27,24 @@ def test_scripts_follow_the_markers_in_load_order():
     assert page_scripts(html) == [name for name, _ in SCRIPTS if name in set(always) | {"stepper", "symbols"}]
     page = insert_scripts("<head><!-- page scripts --></head>" + html, "../")
     assert scripts_of(page) == page_scripts(html) and "page scripts" not in page
-    assert '<script defer src="../static/js/stepper.js">' in page
+    assert f'<script defer src="../{bundle_path(page_scripts(html))}">' in page
+
+
+def test_a_bundle_runs_its_scripts_in_load_order_each_in_its_own_task(tmp_path):
+    (tmp_path / "a.js").write_text('// first\n(() => { "use strict"; globalThis.order = ["a"]; })();\n')
+    (tmp_path / "b.js").write_text('(() => { "use strict"; order.push("b"); })()\n')    # no closing `;`
+    (tmp_path / "c.js").write_text('(() => { order.push("c"); })();\n')
+    bundle = script_bundles(tmp_path, [("a", "b", "c"), ("a", "b", "c"), ("a", "c")])
+    assert set(bundle) == {"static/js/a-b-c.js", "static/js/a-c.js"}
+    code = bundle["static/js/a-b-c.js"].decode()
+    assert code.startswith(minify(".js", (tmp_path / "a.js").read_bytes()).decode().strip())
+    assert code.count("setTimeout(") == 2
+    try:
+        run = subprocess.run(["node", "-e", code + "\nsetTimeout(() => console.log(order.join('')), 5);"],
+                             capture_output=True, text=True, timeout=20)
+    except FileNotFoundError:
+        pytest.skip("node is not installed")
+    assert run.stdout.strip() == "abc", run.stderr
 
 
 def test_built_pages_load_only_what_they_use(built_site):
@@ -29,15 +56,18 @@ def test_built_pages_load_only_what_they_use(built_site):
         if "pagefind" not in page.parts:
             text = page.read_text()
             assert "page scripts" not in text
-            assert all((built_site / "static/js" / f"{name}.js").is_file() for name in scripts_of(text))
+            tag = BUNDLE_TAG.search(text)
+            assert tag and (built_site / "static/js" / f"{tag.group(2)}.js").is_file()
+            assert text.count('<link rel="stylesheet"') == 2
 
 
 def test_shipped_css_and_js_are_minified_copies(built_site):
-    for rel in ["site.css", "js/site.js", "js/symbols.js"]:
-        source = (ROOT / "static" / rel).read_text()
-        shipped = (built_site / "static" / rel).read_text()
-        assert len(shipped) < 0.85 * len(source)
-        assert "/*" not in shipped and not shipped.lstrip().startswith("//")
+    source = (ROOT / "static/site.css").read_text()
+    shipped = (built_site / "static/site.css").read_text()
+    assert len(shipped) < 0.85 * len(source) and "/*" not in shipped
+    bundle = (built_site / "static/js/site-theme-search.js").read_text()
+    sources = "".join((ROOT / "static/js" / f"{name}.js").read_text() for name in ("site", "theme", "search"))
+    assert len(bundle) < 0.85 * len(sources) and "/*" not in bundle and "\n//" not in bundle
     shipped = (built_site / "static/site.css").read_text()
     assert "@font-face" in shipped and "latinmodern-math.woff2" in shipped
 

@@ -151,3 +151,26 @@ def test_a_diagram_naming_a_missing_function_is_one_clear_problem(tmp_path):
     lines = [str(p) for p in e.value.problems]
     hits = [l for l in lines if "ffn_forwrd" in l]
     assert len(hits) == 1 and hits[0].startswith("content/pages/mini.md:7:") and "did you mean" in hits[0], lines
+
+
+def test_a_line_plot_is_drawn_for_a_wide_screen_and_for_a_phone():
+    """Two drawings of the same data: class "chart" (the marker that loads figures.js) 640 units
+    wide, class "chart narrow" narrower, with no more x ticks; site.css shows one of them."""
+    xs = list(range(0, 601, 10))
+    svg = plots.line_plot([("loss", xs, [5 - x / 200 for x in xs])], "t", "step", "loss")
+    wide, narrow = re.findall(r'<svg class="([^"]*)" viewBox="0 0 (\d+) \d+"', svg)
+    assert wide == ("chart", str(plots.W)) and narrow == ("chart narrow", str(plots.W_PHONE))
+    assert plots.W_PHONE < plots.W
+    first, second = svg.split("</svg>")[:2]
+    data = lambda part: re.findall(r'data-(?:x|y)="([^"]*)"', part)
+    assert data(first) == data(second) and data(first)
+    ticks = lambda part: len(re.findall(r'text-anchor="middle">', part))
+    assert ticks(second) <= ticks(first)
+
+
+def test_a_loop_header_with_in_takes_two_lines():
+    """The header of a loop frame sits right of its column's boxes; two shorter lines keep the
+    encoder-decoder's two columns inside the page's column at desktop width."""
+    from site_builder.diagrams import _header_lines
+    assert _header_lines("for l in range(cfg.num_enc_layers)") == ["for l in", "range(cfg.num_enc_layers)"]
+    assert _header_lines("while step < steps") == ["while step < steps"]

@@ -9,8 +9,9 @@
   "use strict";
   const forms = [...document.querySelectorAll("form.play[data-example]")];
   if (!forms.length) return;
-  const me = document.querySelector('script[src$="static/js/play.js"]');
-  const root = me ? me.getAttribute("src").replace(/static\/js\/play\.js$/, "") : "";
+  // The site's root, from the page's script bundle (static/js/<features>.js, site_builder/assets.py).
+  const me = document.querySelector('script[src*="static/js/"]');
+  const root = me ? me.getAttribute("src").replace(/static\/js\/[^/]*$/, "") : "";
   const serve = !!document.querySelector('script[src="/__reload.js"]');
   const waiting = new Map();          // "example key" -> resolve
   const loaded = new Map();           // "example key" -> body HTML

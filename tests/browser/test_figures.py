@@ -1,7 +1,9 @@
 """Figures, measured in the browser: no two text boxes of a figure overlap, no tick label is cut
-off by its SVG's viewBox, every heatmap has a colour scale, and a value can be read off a
-heatmap cell by hovering and off a line plot by keyboard. Every page with a figure, in both
-themes, at phone and desktop width; each page's figures are measured in one evaluate call."""
+off by its SVG's viewBox, every heatmap has a colour scale, line plots fit their column without
+scrolling (a phone sees the plot drawn for it) and so do architecture diagrams at desktop width,
+and a value can be read off a heatmap cell by hovering and off a line plot by keyboard. Every
+page with a figure, in both themes, at phone and desktop width; each page's figures are
+measured in one evaluate call (a drawing hidden at that width is not measured)."""
 import re
 
 import pytest
@@ -11,7 +13,7 @@ SIZES = {"phone": {"width": 390, "height": 844}, "desktop": {"width": 1280, "hei
 
 # For each figure: its text boxes that overlap (by more than half a pixel each way), and its
 # tick labels whose box in the SVG's own units leaves the viewBox.
-MEASURE = """(sel) => [...document.querySelectorAll(sel)].map((svg, k) => {
+MEASURE = """(sel) => [...document.querySelectorAll(sel)].filter((svg) => svg.getClientRects().length).map((svg, k) => {
   const texts = [...svg.querySelectorAll("text")].filter((t) => t.textContent.trim());
   const boxes = texts.map((t) => t.getBoundingClientRect());
   const overlaps = [];
@@ -32,7 +34,9 @@ MEASURE = """(sel) => [...document.querySelectorAll(sel)].map((svg, k) => {
     const b = t.getBoundingClientRect();
     return b.left < outer.left - 0.5 || b.top < outer.top - 0.5 || b.right > outer.right + 0.5 || b.bottom > outer.bottom + 0.5;
   }).map((t) => t.textContent);
+  const box = svg.parentElement;
   return {k, cls: svg.getAttribute("class"), label: svg.getAttribute("aria-label"), texts: texts.length,
+          scrolls: box.scrollWidth > box.clientWidth + 1,
           overlaps, clipped: clipped.concat(rotated),
           scale: svg.classList.contains("heatmap") ? svg.querySelectorAll("g.scale text.tick").length : null};
 })"""
@@ -65,6 +69,9 @@ def test_no_text_overlaps_or_is_clipped_and_every_heatmap_has_a_scale(browser, s
                 problems.append(f"{where}: text outside the viewBox {fig['clipped'][:3]}")
             if fig["scale"] is not None and fig["scale"] < 2:
                 problems.append(f"{where}: a heatmap without a labelled colour scale")
+            fits = fig["cls"].startswith("chart") or (fig["cls"] == "arch-svg" and size == "desktop")
+            if fits and fig["scrolls"]:
+                problems.append(f"{where}: scrolls sideways in its box at {size} width")
     context.close()
     assert counted >= 20
     assert not problems, "\n".join(problems)
