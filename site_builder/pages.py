@@ -901,6 +901,15 @@ class PageBuilder:
     def caches(self, page, s):
         rows = []
         fwd, bwd = s["forward"], s["backward"]
+        unknown = []
+        for key, name in (("forward", fwd), ("backward", bwd)):
+            try:
+                self.index.function(name)
+            except KeyError as e:
+                unknown.append(Problem(page.file, s.line_of(key), f"{key}: {e}", "name a function of model/"))
+        if unknown:
+            self.problems.extend(unknown)
+            return dict(kind="caches", id=s["id"], title=s["title"], rows=[], intro="", after="")
         reads = {r.key: r for r in self.index.cache_reads(bwd)}
         build = self.index.cache_builds(fwd)
         assigned = {a[0]: a for a in self.index.cache_assignments(fwd)}

@@ -61,7 +61,7 @@ def shared(tmp_path_factory):
     cfg = default_config(ROOT)
     from site_builder.cache import BuildCache
     return Shared(root=root, index=build_index(ROOT), cache=BuildCache(ROOT / ".build_cache"), shapes=infer_shapes(vocab_size=cfg.vocab_size),
-                site=dict(repo_url="https://example.invalid", branch="main", commit=None, config=cfg))
+                site=dict(repo_url="https://example.invalid", branch="main", commit=None, uncommitted=frozenset(), config=cfg))
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -91,3 +91,24 @@ def test_mutated_content_loads_or_reports_one_line_problems(shared, mutations):
     finally:
         for f, text in originals.items():
             (root / f).write_text(text, encoding="utf-8")
+
+
+def test_a_misspelt_caches_function_is_a_problem_line_not_an_exception(shared):
+    """Hypothesis found it: `backward: model.transformer.block_b0ckward` in a caches section
+    raised NotIndexed from deep inside the page builder."""
+    root, original = shared["root"], (ROOT / "content/pages/block.md").read_text(encoding="utf-8")
+    assert "backward: model.transformer.block_backward" in original
+    text = original.replace("backward: model.transformer.block_backward", "backward: model.transformer.block_b0ckward", 1)
+    (root / "content/pages/block.md").write_text(text, encoding="utf-8")
+    try:
+        problems = []
+        content = load_content(root, problems)
+        only_block = type(content)(site=content.site, pages={"block": content.pages["block"]})
+        PageBuilder(ROOT, only_block, shared["index"], Renderer(ROOT, shared["index"], problems), shared["shapes"],
+                    problems, shared["site"], shared["cache"]).build()
+    finally:
+        (root / "content/pages/block.md").write_text(original, encoding="utf-8")
+    at = next(i for i, line in enumerate(text.split("\n"), 1) if "block_b0ckward" in line)
+    assert [str(p) for p in problems if "b0ckward" in str(p)] == [
+        f"content/pages/block.md:{at}: backward: no function model.transformer.block_b0ckward; "
+        f"did you mean model.transformer.block_backward? (name a function of model/)"]
