@@ -203,15 +203,35 @@ def _indexed(shape, index, names, what):
         elif isinstance(i, ast.Constant) and i.value is None:
             out.append(1)
         elif isinstance(i, ast.Slice):
-            if i.lower or i.upper or i.step:
+            lower, upper = _bound(i.lower, names), _bound(i.upper, names)
+            if i.step or lower is False or upper is False:
                 raise Unknown(f"'{what}' slices a part whose length the recording does not tell")
-            out.append(shape[axis])
+            out.append(len(range(*slice(lower, upper).indices(shape[axis]))))
             axis += 1
         else:
             axis += 1                      # one position: 0, t, i
         if axis > len(shape):
             raise Unknown(f"'{what}' has more indices than {_fmt(shape)} has axes")
     return tuple(out) + tuple(shape[axis:])
+
+
+def _bound(node, names):
+    """A slice bound: None (left out), an int (a number, or a recorded int such as
+    `cfg.head_dim`), or False when the recording cannot tell it (`i*dk`, with i a loop index)."""
+    if node is None:
+        return None
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _bound(node.operand, names)
+        return False if inner is None or inner is False else -inner
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+        left, right = _bound(node.left, names), _bound(node.right, names)
+        if left is None or left is False or right is None or right is False:
+            return False
+        return {ast.Add: left + right, ast.Sub: left - right, ast.Mult: left * right}[type(node.op)]
+    kind, value = names.get(ast.unparse(node), ("?", None))
+    return value if kind == "i" else False
 
 
 def _result_shape(a, b, matmul, what):

@@ -533,6 +533,17 @@ class PageBuilder:
                 checked.setdefault(line, EXAMPLE_CHECKED)
             for line, message in why.items():
                 unknown.setdefault(line, message)
+        # `NAME (inside FUNC)` of a FUNC no example calls (init_params' rows about mha_forward's
+        # arrays): the probe's recording of FUNC, where a probe reaches it, decides
+        inside = [r for r in rows if " (inside " in r.code and r.line in unknown and r.line not in checked
+                  and r.line not in wrong and declared_shapes(r.declared)]
+        if inside and self.shapes:
+            if getattr(self, "_probe_recording", None) is None:
+                self._probe_recording = from_probe(self.shapes)
+            calls, sizes = self._probe_recording
+            w, ok, _ = check_rows(inside, calls.get(fn, {}), calls, {}, f"the probe run", sizes)
+            wrong.update(w)
+            checked.update({line: PROBE_CHECKED for line in ok})
         return wrong, {line: how for line, how in checked.items() if line not in wrong}, unknown, reached
 
     def callees(self, fn):

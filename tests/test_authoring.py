@@ -261,7 +261,7 @@ sections:
     math:
       - eq: w
         name: Windows
-        tex: x = W, y = W, s
+        tex: x = W, y = W, s, Z
         refs:
           - {role: inline, snippet: windows}
     symbols:
@@ -271,6 +271,7 @@ sections:
       - {tex: 'x', meaning: Inputs, code: 'return[0]', shape: '(B, T)'}
       - {tex: 'y', meaning: Targets, code: 'return[1]', shape: '(B, T)'}
       - {tex: 's', meaning: Starts, code: 'starts[b]', shape_of: starts, shape: '(B,)'}
+      - {tex: 'Z', meaning: "A callee no example calls: the probe decides", code: 'Z (inside relu_forward)', shape: '(T, F)'}
     examples:
       - {title: Batch, run: mini:batch}
   - id: mini-step
@@ -328,9 +329,12 @@ def test_a_declared_shape_only_an_example_reaches_is_checked_axis_by_axis(tmp_pa
     assert set(found) == {step}, [str(p) for p in found.values()]       # only train_step's row
     wrong = problems(BATCH_PAGE.replace("code: 'return[0]', shape: '(B, T)'", "code: 'return[0]', shape: '(B, T, d)'")
                      .replace("code: 'return[1]', shape: '(B, T)'", "code: 'return[1]', shape: '(T, B)'")
-                     .replace("shape_of: starts, shape: '(B,)'", "shape_of: starts, shape: '(T,)'"))
+                     .replace("shape_of: starts, shape: '(B,)'", "shape_of: starts, shape: '(T,)'")
+                     .replace("(inside relu_forward)', shape: '(T, F)'", "(inside relu_forward)', shape: '(F, T)'"))
     x, y, starts = line("code: 'return[0]'"), line("code: 'return[1]'"), line("shape_of: starts")
-    assert set(wrong) == {x, y, starts, step}
+    z = line("(inside relu_forward)")
+    assert set(wrong) == {x, y, starts, step, z}
+    assert "declared (F, T) for 'Z (inside relu_forward)', but the probe run gives" in wrong[z].message, str(wrong[z])
     assert "declared (T,) for 'starts'" in wrong[starts].message       # shape_of is what the check reads
     assert "(4, 7) has 2 axes, not 3" in wrong[x].message and wrong[x].fix == "correct the declared shape"
     assert ("gives (4, 7): axis 0 is 4, not T (T = 7 from 'seq_len'); axis 1 is 7, not B (B = 4 from 'batch_size')"
@@ -359,6 +363,12 @@ def test_symbol_codes_are_read_from_the_recorded_shapes():
     assert evaluate("len(X), loss / X.size, X.shape[-1]", names, calls) == [("i", 2), ("a", ()), ("i", 8)]
     with pytest.raises(Unknown):
         evaluate("Y", names, calls)
+    # a slice's length where the recording tells its bounds (a number, a recorded int); not `i*dk`
+    names.update({"cfg.head_dim": ("i", 3), "L": ("i", 4)})
+    assert evaluate("X[0, :, :cfg.head_dim], X[1, :L], X[:, 1:-1], X[0, :L + 9], X[0, :2 * L - 6]", names, calls) == [
+        ("a", (5, 3)), ("a", (4, 8)), ("a", (2, 3, 8)), ("a", (5, 8)), ("a", (2, 8))]
+    with pytest.raises(Unknown, match="slices a part"):
+        evaluate("X[0, :, i*cfg.head_dim:(i+1)*cfg.head_dim]", names, calls)
     assert declared_shapes("(d, F) and (F,)") == [("d", "F"), ("F",)] and declared_shapes("scalar") is None
     assert names_own("X[t], return[0]", {"X", "t"}) and not names_own("causal_mask(T)", {"T"})
     assert not names_own("not named in the code", {"X"}) and names_own("S (inside mha_forward)", set())
