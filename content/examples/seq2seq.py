@@ -394,9 +394,9 @@ def reversal_run(steps=RUN_STEPS, eval_every=RUN_EVAL_EVERY, num_eval=RUN_NUM_EV
                      ("floor", [losses[0][0], losses[-1][0]], [floor, floor])],
                     "The reversal task: training loss", "step", "loss (nats)")
     eval_rows = [[str(s), f"{e:.1%}", f"{a:.1%}"] for s, e, a in evals]
-    # Greedy decodes of held-out sources, with the trained parameters.
+    # Greedy decodes of held-out sources, with the trained parameters, by train's own evaluate.
     val_src, val_len = task.sample_sources(num_eval, np.random.default_rng([SEED, 1]))
-    pred = s2s.greedy_decode(r["params"], val_src[:5], r["cfg"], task.BOS, task.EOS, max_len=task.MAX_LEN + 1)
+    _, _, pred = task.evaluate(r["params"], r["cfg"], val_src[:5], val_len[:5])
     dec_rows = [[task.decode_text(s), task.decode_text(s)[::-1], task.decode_text(p),
                  "yes" if task.decode_text(p) == task.decode_text(s)[::-1] else "no"]
                 for s, p in zip(val_src[:5], pred)]
