@@ -42,12 +42,17 @@ def input_files(root: Path):
 
 
 def head_commit(root: Path):
-    """The checkout's HEAD commit, or None outside a git checkout."""
+    """The checkout's HEAD commit, or None outside a git checkout of its own: a project copied
+    into another repository's folder is not that repository's commit."""
     try:
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-        return out.stdout.strip() if out.returncode == 0 else None
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel", "HEAD"],
+                             capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None
+    lines = out.stdout.split("\n")
+    if out.returncode != 0 or len(lines) < 2 or os.path.realpath(lines[0]) != os.path.realpath(root):
+        return None
+    return lines[1].strip() or None
 
 
 def uncommitted_files(root: Path) -> frozenset:

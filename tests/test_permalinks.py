@@ -48,3 +48,13 @@ def test_a_missing_permalink_says_why_instead_of_linking(tmp_path):
         '<a href="https://github.com/o/r/blob/abc/model/ops.py#L3">GitHub</a>'
     missing = str(macros.github_link(None, "GitHub"))
     assert "<a" not in missing and "not on GitHub yet" in missing and "not committed" in missing
+
+
+def test_a_project_inside_another_repository_has_no_commit_of_its_own(tmp_path):
+    (tmp_path / "proj" / "model").mkdir(parents=True)
+    (tmp_path / "proj" / "model" / "ops.py").write_text("# ops\n")
+    git(tmp_path, "init", "-q", "-b", "main")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-q", "--no-gpg-sign", "-m", "outer")
+    (tmp_path / "proj" / "model" / "ops.py").write_text("# changed\n")
+    assert head_commit(tmp_path) and head_commit(tmp_path / "proj") is None     # links then say "branch", not the outer commit
