@@ -75,13 +75,46 @@ def script_bundles(js_dir: Path, bundles) -> dict:
     """{shipped path: bytes} of each bundle: its scripts minified, in load order, one a line;
     the first runs at once, each other one in a task of its own."""
     files = {}
+    sources = {name: script_source(js_dir, name) for names in set(map(tuple, bundles)) for name in names}
     for names in sorted(set(map(tuple, bundles))):
-        parts = [minify(".js", (js_dir / f"{name}.js").read_bytes()).strip() for name in names]
+        parts = [minify(".js", sources[name]).strip() for name in names]
         # A statement that ends without `;` must not run into the next script's `(`.
         parts = [p if p.endswith(b";") else p + b";" for p in parts]
         parts[1:] = [b"setTimeout(()=>{" + p + b"},0);" for p in parts[1:]]
         files[bundle_path(names)] = b"\n".join(parts) + b"\n"
     return files
+
+
+def script_source(js_dir: Path, name: str) -> bytes:
+    """A script's bytes, once QuickJS has parsed them: joined into a bundle, one syntax error
+    would stop every feature of every page that loads it, so it fails the build at its line."""
+    import json
+    import quickjs
+    from site_builder.problems import BuildFailed, Problem
+    rel = f"static/js/{name}.js"
+    try:
+        data = (js_dir / f"{name}.js").read_bytes()
+    except OSError as e:
+        raise BuildFailed([Problem(rel, 0, f"cannot read {rel}: {e.strerror}", "restore it (git checkout -- static/js)")])
+    try:
+        quickjs.Context().eval(f"new Function({json.dumps(data.decode('utf-8', 'replace'))})")
+    except quickjs.JSException as e:
+        first = str(e).splitlines()[0]
+        line = re.search(r"at <input>:(\d+)", str(e))
+        raise BuildFailed([Problem(rel, max(int(line.group(1)) - _function_header_lines(), 1) if line else 0, f"JavaScript {first}",
+                                   "fix the script; every page that loads it would lose all its scripts")])
+    return data
+
+
+def _function_header_lines() -> int:
+    """The lines QuickJS puts before a `new Function` body (its line numbers count them)."""
+    import quickjs
+    try:
+        quickjs.Context().eval('new Function("function (")')
+    except quickjs.JSException as e:
+        found = re.search(r"at <input>:(\d+)", str(e))
+        return int(found.group(1)) - 1 if found else 0
+    return 0
 
 
 def minify(path: str, data: bytes) -> bytes:

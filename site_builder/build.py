@@ -34,6 +34,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import jinja2
+
 from site_builder import fingerprint, training_run
 from site_builder.cache import BuildCache, digest
 from site_builder.content import load_content, concepts
@@ -642,13 +644,36 @@ def build(root: Path, out: Path, strict=False, cache_dir=None, use_cache=True, r
         raise BuildFailed(problems)
     content, index, renderer, model, site_info = gathered
     # The font subset is made beside the link check and the write (a child, with 2+ jobs).
-    files, origin, fonts = render_all(root, content, index, renderer, model, site_info, cache if use_cache else None,
-                                      background=jobs > 1)
+    try:
+        files, origin, fonts = render_all(root, content, index, renderer, model, site_info, cache if use_cache else None,
+                                          background=jobs > 1)
+    except (jinja2.TemplateError, OSError) as e:
+        raise BuildFailed([rendering_problem(root, e)]) from None
     try:
         return _check_and_write(root, out, strict, problems, files, origin, fonts, index, model, cache, memos,
                                 cache_dir, start_key, defer_search, t0)
     finally:
         fonts.stop()
+
+
+def rendering_problem(root: Path, e: Exception) -> Problem:
+    """One problem line for a template or static file that cannot be rendered or read: the
+    template's file:line (Jinja keeps template lines in its tracebacks), else the file."""
+    import traceback
+    templates = os.path.realpath(root / "templates") + os.sep
+    if isinstance(e, jinja2.TemplateNotFound):
+        return Problem(f"templates/{e.name}", 0, f"template not found: {e.name}", "restore it (git checkout -- templates)")
+    if isinstance(e, OSError):
+        rel = os.path.relpath(e.filename, root) if getattr(e, "filename", None) else "static/"
+        return Problem(rel, 0, f"cannot read {rel}: {e.strerror}", "restore it (git checkout -- static templates)")
+    file, line = getattr(e, "filename", None), getattr(e, "lineno", None)
+    if not file:
+        for frame in reversed(traceback.extract_tb(e.__traceback__)):
+            if os.path.realpath(frame.filename).startswith(templates):
+                file, line = frame.filename, frame.lineno
+                break
+    rel = os.path.relpath(os.path.realpath(file), os.path.realpath(root)) if file else "templates/"
+    return Problem(rel, line or 0, f"{type(e).__name__}: {e.message or e}", "fix the template")
 
 
 def _check_and_write(root, out, strict, problems, files, origin, fonts, index, model, cache, memos, cache_dir,

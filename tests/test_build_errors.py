@@ -185,3 +185,39 @@ def test_command_line_prints_one_line_per_problem_and_no_traceback(mini):
     assert not (mini / "site").exists()
     # No site was there before, so there is no "last good site" to speak of.
     assert run.stderr.splitlines()[-1].endswith(f"nothing was written to {mini / 'site'}"), run.stderr
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (lambda t: t.replace("{% block main %}\n", "{% block main %}\n{{ nosuch.attr }}\n", 1),
+     "templates/page.html:4: UndefinedError: 'nosuch' is undefined (fix the template)"),
+    (lambda t: t.replace("{% block main %}\n", "{% block main %}\n{{ 1|nosuchfilter }}\n", 1),
+     "templates/page.html:4: TemplateAssertionError: No filter named 'nosuchfilter'. (fix the template)"),
+    (lambda t: t + "{{ oops(\n", "templates/page.html:"),
+])
+def test_a_broken_template_is_one_line_at_its_file_and_line(tmp_path, edit, expected):
+    root = mini_repo(tmp_path, SITE, PAGE, {"mini": EXAMPLE}, copy=("templates",))
+    page = root / "templates" / "page.html"
+    page.write_text(edit(page.read_text()))
+    lines = problems_of(root)
+    assert len(lines) == 1 and lines[0].startswith(expected), lines
+    assert "internal error" not in lines[0]
+
+
+def test_a_script_that_does_not_parse_fails_the_build_at_its_line(tmp_path):
+    """Joined into one bundle per page, one syntax error would stop every script on the page."""
+    root = mini_repo(tmp_path, SITE, PAGE, {"mini": EXAMPLE}, copy=("static",))
+    theme = root / "static" / "js" / "theme.js"
+    lines_before = theme.read_text().count("\n")
+    theme.write_text(theme.read_text() + "function ( {\n")
+    assert problems_of(root) == [f"static/js/theme.js:{lines_before + 1}: JavaScript SyntaxError: function name expected "
+                                 f"(fix the script; every page that loads it would lose all its scripts)"]
+
+
+def test_a_missing_static_file_or_template_names_it(tmp_path):
+    root = mini_repo(tmp_path, SITE, PAGE, {"mini": EXAMPLE}, copy=("static", "templates"))
+    (root / "templates" / "source.html").unlink()
+    assert problems_of(root) == ["templates/source.html: template not found: source.html (restore it (git checkout -- templates))"]
+    (root / "templates" / "source.html").write_text((ROOT / "templates" / "source.html").read_text())
+    (root / "static" / "site.css").unlink()
+    assert problems_of(root) == ["static/site.css: cannot read static/site.css: No such file or directory "
+                                 "(restore it (git checkout -- static templates))"]
