@@ -315,8 +315,8 @@ class PlayPool:
 def play_main(argv):
     """The play process: one JSON request per stdin line, one JSON answer per stdout line."""
     root, cache_dir, parent = argv
-    from site_builder.serve import _die_with_parent
-    _die_with_parent(int(parent))
+    from site_builder.worker import die_with_parent
+    die_with_parent(int(parent))
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # serve handles Ctrl-C, and kills this process
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
     os.dup2(2, 1)                                     # a stray print must not corrupt an answer

@@ -44,9 +44,13 @@ Trade-offs:
 """
 from __future__ import annotations
 
+import functools
+import os
 import shutil
 import subprocess
 from pathlib import Path
+
+from site_builder.worker import die_with_parent
 
 BUNDLE = "pagefind"
 # The prebuilt UIs of the bundle, unused by static/js/search.js.
@@ -98,7 +102,9 @@ def index_site(folder: Path, bundle: Path = None) -> Path:
     cmd = [str(exe), "--site", str(folder), "--output-path", str(bundle.resolve()), "--force-language", "en",
            "--exclude-selectors", EXCLUDE, "--silent"]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_SECONDS)
+        # dies with the build: a SIGKILLed build left pagefind running on its temporary folder
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_SECONDS,
+                              preexec_fn=functools.partial(die_with_parent, os.getpid()))
     except subprocess.TimeoutExpired as e:
         raise SearchIndexError(f"pagefind took over {TIMEOUT_SECONDS} s indexing {folder}") from e
     except OSError as e:

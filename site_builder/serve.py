@@ -921,23 +921,11 @@ def _park_if_stopping():
         threading.Event().wait()
 
 
-def _die_with_parent(parent: int):
-    """Have the kernel kill this process when its parent dies (Linux), so that a builder never
-    outlives serve, even one killed with SIGKILL."""
-    try:
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)        # PR_SET_PDEATHSIG
-    except Exception:
-        pass
-    if os.getppid() != parent:                         # the parent died before prctl
-        os._exit(1)
-
-
 def builder_main(argv):
     """The builder process: a build per request line on stdin, the answers on the reply fd."""
     root, out, cache_dir, reply_fd, parent = argv
-    _die_with_parent(int(parent))
+    from site_builder.worker import die_with_parent
+    die_with_parent(int(parent))
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # serve handles Ctrl-C, and kills this process
     root, out = Path(root), Path(out)
     replies = os.fdopen(int(reply_fd), "w", encoding="utf-8", buffering=1)

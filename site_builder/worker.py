@@ -60,7 +60,9 @@ class _Child:
     asked: float = 0.0
 
 
-def _die_with_parent(parent: int):
+def die_with_parent(parent: int):
+    """Have the kernel kill this process when its parent dies (Linux), so that no child of a
+    build outlives it, even one killed with SIGKILL."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -92,7 +94,7 @@ def _send(fd, message):
 
 def _child(call: Call, fd: int, parent: int):
     """In the child: run the call, send ("ok", value) or what went wrong, and exit."""
-    _die_with_parent(parent)
+    die_with_parent(parent)
     _silence()
     signal.signal(signal.SIGINT, signal.SIG_IGN)        # Ctrl-C is the parent's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
