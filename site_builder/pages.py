@@ -642,9 +642,10 @@ class PageBuilder:
                 self.problems.append(Problem(page.file, s.line_of("shape"), wrong[row.line], "correct the declared shape"))
             elif row.line in by_example:
                 checked = by_example[row.line]
-            elif declared_shapes(declared) is not None and not failed_declared and names_own(row.code, locals_):
+            elif declared_shapes(declared) is not None and not failed_declared:
                 self.problems.append(Problem(page.file, s.line_of("shape"), *self.unchecked(c, row.code, declared, fn_shapes,
-                                                                                           reached, why_not.get(row.line)),
+                                                                                           reached, why_not.get(row.line),
+                                                                                           names_own(row.code, locals_)),
                                              strict=True))
             out.append(dict(tex=self.r.tex(str(s["tex"]), False, page.file, s.line_of("tex")),
                             meaning=self.r.md(s["meaning"], page.file, s.line_of("meaning"), inline=True),
@@ -652,10 +653,14 @@ class PageBuilder:
                             n=len(out), tex_src=str(s["tex"]), **code_links(code)))
         return out
 
-    def unchecked(self, c, code, declared, fn_shapes, reached, why):
+    def unchecked(self, c, code, declared, fn_shapes, reached, why, own=True):
         """(message, fix) for a declared shape that nothing checks."""
         fn = c["function"]
         head = f"nothing checks the declared shape {declared} of '{code}'"
+        if not own and not reached and not fn_shapes and " (inside " not in code:
+            return (f"{head}: it is not an array of {fn}, and no run of the concept records it",
+                    "say whose it is with shape_of: 'NAME (inside FUNCTION)' for a function this concept's example "
+                    "calls, or write the shape in words")
         if reached:
             names = sorted({n for _, result in self._recordings for n, (kind, _) in
                             ((result.shapes or {}).get(fn) or {}).items() if kind == "a"})

@@ -345,6 +345,11 @@ def test_a_declared_shape_only_an_example_reaches_is_checked_axis_by_axis(tmp_pa
     assert unchecked.strict and "nothing checks the declared shape (1, 5) of 'grad_norm'" in unchecked.message
     assert "give the concept an example that calls model.train.train_step" in unchecked.fix
     assert "params" in unchecked.fix and "probe:" not in unchecked.fix
+    # a bracketed shape whose code is words: nothing can check it, so it fails with that fix
+    words = problems(BATCH_PAGE.replace("code: 'return[0]', shape: '(B, T)'", "code: 'not named in the code', shape: '(B, T)'"))
+    assert set(words) == {x, step}, [str(p) for p in words.values()]
+    assert "nothing checks the declared shape (B, T) of 'not named in the code'" in words[x].message
+    assert "or write the shape in words" in words[x].fix
     # a shapes block needs the probe's symbols, which no example gives: its fix says so
     block = [p for p in everything if p.line == line("names: [grad_norm]")]
     assert len(block) == 1 and "a probe cannot build params, opt, cfg, tcfg from shapes" in block[0].fix, block
