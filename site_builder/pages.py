@@ -237,17 +237,7 @@ class PageBuilder:
             if f.entry not in self.index.functions:
                 return f                # the entry point itself is gone: nothing it reached has shapes
             if f.entry not in self._reach:
-                seen, todo = set(), [f.entry]
-                while todo:
-                    q = todo.pop()
-                    if q in seen:
-                        continue
-                    seen.add(q)
-                    try:
-                        todo.extend(self.index.calls(q))
-                    except KeyError:
-                        pass
-                self._reach[f.entry] = seen
+                self._reach[f.entry] = self.reachable(f.entry)
             if fn in self._reach[f.entry]:
                 return f
         return None
@@ -546,8 +536,8 @@ class PageBuilder:
             checked.update({line: PROBE_CHECKED for line in ok})
         return wrong, {line: how for line, how in checked.items() if line not in wrong}, unknown, reached
 
-    def callees(self, fn):
-        """The model functions fn calls, directly or not (by the index's call graph)."""
+    def reachable(self, fn) -> set:
+        """fn and every function it calls, directly or not (by the index's call graph)."""
         seen, todo = set(), [fn]
         while todo:
             q = todo.pop()
@@ -555,10 +545,14 @@ class PageBuilder:
                 continue
             seen.add(q)
             try:
-                todo.extend(x for x in self.index.calls(q) if x.startswith("model."))
+                todo.extend(self.index.calls(q))
             except KeyError:
                 pass
-        return seen - {fn}
+        return seen
+
+    def callees(self, fn):
+        """The model functions fn calls, directly or not."""
+        return {q for q in self.reachable(fn) if q.startswith("model.")} - {fn}
 
     def callee_checks(self, c, rows, lines):
         """Rows (at `lines`) whose code names arrays of a function the concept's function
