@@ -129,7 +129,7 @@
       });
     }
     if (moved) choose(form);
-    if (unknown.length) say(form, `The link asks for ${unknown.join(" and ")}, which is not among the choices; the page shows ${selects(form).map((s) => `${s.name}=${s.value}`).join(", ")}.`, true);
+    if (unknown.length) say(form, `The link asks for ${unknown.join(" and ")}, which ${unknown.length > 1 ? "are" : "is"} not among the choices; the page shows ${selects(form).map((s) => `${s.name}=${s.value}`).join(", ")}.`, true);
     if (serve) {
       for (const label of form.querySelectorAll(".play-free")) label.hidden = false;
       for (const note of form.querySelectorAll(".play-note")) note.hidden = true;

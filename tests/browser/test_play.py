@@ -59,6 +59,9 @@ def test_choosing_a_head_and_a_temperature_on_the_static_site(page, site_url):
     assert "temperature=7, which is not among the choices" in status.text_content()
     assert example_with(page, "temperature").locator('select[name="temperature"]').input_value() == \
         example_with(page, "temperature").locator('select[name="temperature"] option[selected]').get_attribute("value")
+    page.goto(site_url + "attention.html?head=-1&layer=abc")      # two at once: said together
+    status = example_with(page, "head").locator(".play-status")
+    assert "head=-1 and layer=abc, which are not among the choices" in status.text_content()
 
 
 def test_a_typed_prompt_is_recomputed_under_serve(page, play_server):
