@@ -236,11 +236,6 @@ def subset_font(font: bytes, chars) -> bytes:
     return out.getvalue()
 
 
-def subset_math_fonts(files: dict, pages, cache=None) -> None:
-    """Replace every shipped copy of the math font in `files` with its subset for `pages`."""
-    files.update(MathFontSubsets(files, pages, cache).result())
-
-
 class MathFontSubsets:
     """The subsets of the shipped math fonts in `files` for `pages`, from the cache or made
     now; with background=True made in a forked child (site_builder/parallel.py) while the
