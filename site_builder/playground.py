@@ -6,7 +6,7 @@ An example in a content file may declare
   `block:block_forward_steps(layer=1, row=2)`), shows the first combination in the page and
   writes the others as small script files the page loads on demand (a `<script>` tag, so it
   works from any static host and from `file://`, where `fetch` does not);
-- `playable: {param: {type: ..., bounds}}`: under `python build_site.py serve` the same
+- `playable: {param: {type: ..., bounds}}`: under `python3 build_site.py serve` the same
   control also takes a value the reader types, sent to the serve process's `/__play`
   endpoint, which validates it here, calls the same example function with it in a worker
   under a time limit (site_builder/worker.py) and renders the result with the same template.

@@ -1,4 +1,4 @@
-"""`python build_site.py new-concept QUALNAME --page SLUG [--after SECTION]`: write the part of
+"""`python3 build_site.py new-concept QUALNAME --page SLUG [--after SECTION]`: write the part of
 a concept section the code can tell, so that documenting a function takes prose and TeX.
 
 What it writes, all from the source index and one run of the function:
@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from site_builder import COMMAND
 from site_builder.content import concepts, load_content
 from site_builder.resolve import ResolveError, resolve_snippet
 from site_builder.source_index import build_index
@@ -276,4 +277,4 @@ def new_concept(root: Path, qualname: str, page: str, after: str | None = None) 
     return [f"wrote {target.file}:{line}: section '{sid}' ({len(y)} lines) documenting {qualname}"
             + (f" and {backward}" if backward else ""),
             f"wrote {ex_file.relative_to(root).as_posix()}: example {page}:{ex} on its hand-picked inputs",
-            f"fill in the {todo} TODOs (prose and TeX), then run: python build_site.py check"]
+            f"fill in the {todo} TODOs (prose and TeX), then run: {COMMAND} check"]
