@@ -419,3 +419,27 @@ def test_new_concept_refuses_two_afters_in_one_line():
     assert proc.returncode == 2
     err = proc.stderr.strip().splitlines()
     assert len(err) == 1 and "takes one --after, got 2 (model-relu, model-linear)" in err[0]
+
+
+@pytest.mark.parametrize("shape, what, fix", [
+    ("(T,, d)", "(T,, d) has an empty axis", "write (T, d)"),
+    ("(T, d,)", "(T, d,) ends in a comma, which only a one-axis shape does", "write (T, d)"),
+    ("(T, d", "the '(' at character 1 is never closed", "close it with ')'"),
+    ("(T, d))", "the ')' at character 7 closes no '('", "remove it, or add the '(' it closes"),
+])
+def test_a_malformed_symbol_shape_is_one_problem_at_its_line_with_the_fix(tmp_path, shape, what, fix):
+    from site_builder.content import load_content
+    page = PAGE.replace("shape: '(T, d)'}", f"shape: '{shape}'}}")
+    root = mini_repo(tmp_path, SITE, page, {})
+    problems = []
+    load_content(root, problems)
+    line = page.split("\n").index(next(l for l in page.split("\n") if f"'{shape}'" in l)) + 1
+    assert [(p.file, p.line, p.message, p.fix) for p in problems] == [
+        ("content/pages/mini.md", line, f"the shape '{shape}' is malformed: {what}", fix)]
+
+
+def test_well_formed_shapes_and_words_around_them_pass():
+    from site_builder.shapes import malformed_shape
+    for shape in ["(d,)", "()", "(T, d)", "(d)", "(S, ceil(d/2)) for all of them", "(F, d) and (d,)",
+                  "(T, d), (S, d), (S, d)", "ceil(d/2) entries", "same as θ", "(B,) for all of them"]:
+        assert malformed_shape(shape) is None, shape
