@@ -84,13 +84,15 @@ def _stop_on_interrupt(out):
 
 
 def new_concept_command(args):
-    if not args.function or len(args.page) != 1:
-        print("error: new-concept needs a function and one --page, e.g. new-concept model.ops.gelu_forward "
-              "--page model --after model-relu", file=sys.stderr)
-        return 2
-    if len(args.after) > 1:
-        print(f"error: new-concept takes one --after, got {len(args.after)} ({', '.join(args.after)}); "
-              "name the one section the new one follows", file=sys.stderr)
+    for flag, given, which in (("--page", args.page, "the one page to add to"),
+                               ("--after", args.after, "the one section the new one follows")):
+        if len(given) > 1:
+            print(f"error: new-concept takes one {flag}, got {len(given)} ({', '.join(given)}); name {which}",
+                  file=sys.stderr)
+            return 2
+    if not args.function or not args.page:
+        print(f"error: new-concept needs a function and one --page, e.g. {COMMAND} new-concept "
+              "model.ops.gelu_forward --page model --after model-relu", file=sys.stderr)
         return 2
     from site_builder.scaffold import ScaffoldError, new_concept
     try:

@@ -125,14 +125,21 @@ def _shapes_for(root: Path, qualname: str, params: list, index) -> tuple[dict, d
 
 
 def _symbol_rows(names, shapes) -> list:
+    """One row per argument and local. A local named like an axis letter of the shapes (`T`
+    of `(T, d)`: `T = X.shape[0]`) is not an array: its row is a scalar whose meaning asks
+    the author to tie it to that axis, since the page then uses one letter for both."""
     from site_builder.pages import tex_name
+    from site_builder.shapes import parse_shape
+    axes = {axis for shape in shapes.values() for axis in parse_shape(shape)}
     rows = []
     for name in names:
         if name in ("_", "self", "params", "p", "cfg") or name.startswith("return"):
             continue
-        shape = shapes.get(name, "none")
+        shape = shapes.get(name, "scalar" if name in axes else "none")
+        meaning = _q(f"{TODO}: {name} is also the axis {name} of the shapes here; say it is that length, "
+                     f"or give this row another letter (with code: {name})") if name in axes and name not in shapes else TODO
         code = "" if tex_name(name) == name else f", code: {name}"
-        rows.append(f"{{tex: {_q(name)}, meaning: {TODO}{code}, shape: {_q(shape)}}}")
+        rows.append(f"{{tex: {_q(name)}, meaning: {meaning}{code}, shape: {_q(shape)}}}")
     if "return[0]" in shapes or "return" in shapes:
         key = "return[0]" if "return[0]" in shapes else "return"
         rows.append(f"{{tex: 'y', meaning: {TODO}, code: {_q(key)}, shape: {_q(shapes[key])}}}")

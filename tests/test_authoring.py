@@ -410,15 +410,32 @@ def test_new_concept_refuses_in_one_line_and_writes_nothing(qualname, after, say
     assert {p: p.read_bytes() for p in (ROOT / "content").rglob("*") if p.is_file()} == before
 
 
-def test_new_concept_refuses_two_afters_in_one_line():
+@pytest.mark.parametrize("twice, says", [
+    (["--page", "model", "--after", "model-relu", "--after", "model-linear"],
+     "takes one --after, got 2 (model-relu, model-linear); name the one section the new one follows"),
+    (["--page", "model", "--page", "block"], "takes one --page, got 2 (model, block); name the one page to add to"),
+    (["--page", "model", "--page", "model"], "takes one --page, got 2 (model, model)"),
+])
+def test_new_concept_refuses_a_flag_given_twice_in_one_line(twice, says):
     # a child process: importing build_site here would change this process's sys.path and
     # environment for every later in-process build of the session
     import subprocess, sys
-    proc = subprocess.run([sys.executable, str(ROOT / "build_site.py"), "new-concept", "model.ops.relu_forward", "--page", "model",
-                           "--after", "model-relu", "--after", "model-linear"], capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run([sys.executable, str(ROOT / "build_site.py"), "new-concept", "model.ops.relu_forward", *twice],
+                          capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2
     err = proc.stderr.strip().splitlines()
-    assert len(err) == 1 and "takes one --after, got 2 (model-relu, model-linear)" in err[0]
+    assert len(err) == 1 and says in err[0], err
+
+
+def test_new_concept_writes_a_local_named_like_an_axis_as_that_axis_not_a_second_symbol():
+    import yaml
+    from site_builder.scaffold import _symbol_rows
+    rows = {r["tex"]: r for r in (yaml.safe_load(text) for text in _symbol_rows(
+        ["X", "T", "n", "out"], {"X": "(T, d)", "out": "(d,)"}))}
+    assert rows["T"]["shape"] == "scalar"                       # a length, not an array with no shape
+    assert rows["T"]["meaning"].startswith("TODO") and "the axis T of the shapes" in rows["T"]["meaning"]
+    assert (rows["n"]["shape"], rows["n"]["meaning"]) == ("none", "TODO")     # no axis of these shapes
+    assert rows["X"]["shape"] == "(T, d)" and rows["out"]["meaning"] == "TODO"
 
 
 @pytest.mark.parametrize("shape, what, fix", [
