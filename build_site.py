@@ -1,13 +1,5 @@
 #!/usr/bin/env python3
-"""Build the documentation site.
-
-  python build_site.py [--out DIR]          build into site/ (or DIR)
-  python build_site.py check [--out DIR]    build strictly: every problem listed, exit 1 if any
-  python build_site.py serve [--port N]     serve on 127.0.0.1 and rebuild on change
-  python build_site.py check --page SLUG    check only these pages (repeat --page); writes nothing
-  python build_site.py new-concept model.ops.gelu_forward --page model [--after model-relu]
-                                            write a concept section that needs only prose and TeX
-"""
+"""Build the documentation site (`--help` lists the commands: USAGE, below)."""
 import argparse
 import os
 import sys
@@ -20,11 +12,29 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
+from site_builder import COMMAND  # noqa: E402  (the package's __init__ only: no heavy import)
+
+USAGE = [("[--out DIR]", "build into site/ (or DIR)"),
+         ("check [--out DIR]", "build strictly: every problem listed, exit 1 if any"),
+         ("serve [--port N]", "serve on 127.0.0.1 and rebuild on change"),
+         ("check --page SLUG", "check only these pages (repeat --page); writes nothing"),
+         ("new-concept model.ops.gelu_forward --page model [--after model-relu]",
+          "write a concept section that needs only prose and TeX")]
+
+
+def description():
+    """--help's list of commands, in columns (a command too long for its column has its own line)."""
+    width = len(f"  {COMMAND} check [--out DIR]  ")
+    lines = ["Build the documentation site.", ""]
+    for args, what in USAGE:
+        command = f"  {COMMAND} {args}"
+        lines += [f"{command:<{width}}{what}"] if len(command) < width else [command, " " * width + what]
+    return "\n".join(lines)
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):       # one line, no usage block: `error: ...`, exit status 2
-        print(f"error: {message} (see python build_site.py --help)", file=sys.stderr)
+        print(f"error: {message} (see {COMMAND} --help)", file=sys.stderr)
         sys.exit(2)
 
 
@@ -74,13 +84,15 @@ def _stop_on_interrupt(out):
 
 
 def new_concept_command(args):
-    if not args.function or len(args.page) != 1:
-        print("error: new-concept needs a function and one --page, e.g. new-concept model.ops.gelu_forward "
-              "--page model --after model-relu", file=sys.stderr)
-        return 2
-    if len(args.after) > 1:
-        print(f"error: new-concept takes one --after, got {len(args.after)} ({', '.join(args.after)}); "
-              "name the one section the new one follows", file=sys.stderr)
+    for flag, given, which in (("--page", args.page, "the one page to add to"),
+                               ("--after", args.after, "the one section the new one follows")):
+        if len(given) > 1:
+            print(f"error: new-concept takes one {flag}, got {len(given)} ({', '.join(given)}); name {which}",
+                  file=sys.stderr)
+            return 2
+    if not args.function or not args.page:
+        print(f"error: new-concept needs a function and one --page, e.g. {COMMAND} new-concept "
+              "model.ops.gelu_forward --page model --after model-relu", file=sys.stderr)
         return 2
     from site_builder.scaffold import ScaffoldError, new_concept
     try:
@@ -111,7 +123,7 @@ def check_pages_command(args):
 
 
 def main(argv=None):
-    parser = _Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog=COMMAND, description=description(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", nargs="?", default="build", choices=("build", "check", "serve", "new-concept"))
     parser.add_argument("function", nargs="?", help="new-concept: the function to document, e.g. model.ops.gelu_forward")
     parser.add_argument("--page", action="append", default=[], help="new-concept: the page to add to; check: check only this page")
@@ -198,7 +210,7 @@ def main(argv=None):
         for w in result.warnings:
             print(f"warning: {w}", file=sys.stderr)
     elif result.warnings:
-        print(f"{len(result.warnings)} warning(s); `python build_site.py check` lists them", file=sys.stderr)
+        print(f"{len(result.warnings)} warning(s); `{COMMAND} check` lists them", file=sys.stderr)
     print(result.summary())
     return 0
 

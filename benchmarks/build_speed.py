@@ -50,7 +50,7 @@ finishes. A build that fails stops the benchmark: timing a failed build measures
 
 Sphinx. In the same temporary copy, Sphinx builds the same `model/` package with autodoc,
 viewcode and MathJax (benchmarks/sphinx/: conf.py, and index.rst with one automodule per
-module, :members: and :undoc-members:) as `python -m sphinx -b html -q -E` into a fresh
+module, :members: and :undoc-members:) as `python3 -m sphinx -b html -q -E` into a fresh
 output folder per run (cold), then without -E into the last one (no-op, for reference). The
 two tools take turns run by run (cold builds, then no-op rebuilds, before any edit), so
 both see the same load; the ratio ours/Sphinx compares their medians. Sphinx is a

@@ -1,6 +1,6 @@
 """Sampling text from a checkpoint, one character at a time.
 
-    python -m model.generate --checkpoint runs/x/checkpoint.npz --prompt "ROMEO:" --steps 200
+    python3 -m model.generate --checkpoint runs/x/checkpoint.npz --prompt "ROMEO:" --steps 200
 
 Trade-offs:
   * No key/value cache: every new character reruns the model on the last seq_len ids. At
@@ -93,7 +93,7 @@ def _require_utf8(prompt: str):
 
 
 def main(argv=None):
-    ap = _Parser(prog="python -m model.generate", description="Continue a prompt with a trained model.")
+    ap = _Parser(prog="python3 -m model.generate", description="Continue a prompt with a trained model.")
     ap.add_argument("--checkpoint", required=True, type=Path, help="a checkpoint.npz from model.train, or the run folder that holds it")
     ap.add_argument("--prompt", required=True, help="text to continue; its characters must be in the vocabulary")
     ap.add_argument("--temperature", type=float, default=0.8, help="0 is greedy (default 0.8)")

@@ -1,6 +1,6 @@
 """The training loop, its checkpoints and its metrics.
 
-    python -m model.train --steps 300 --out runs/x [--seed S] [--corpus PATH] [--resume | --overwrite]
+    python3 -m model.train --steps 300 --out runs/x [--seed S] [--corpus PATH] [--resume | --overwrite]
 
 Trade-offs:
   * Training never loses a checkpoint. A folder that already holds a run is continued (--resume),
@@ -23,7 +23,7 @@ Trade-offs:
   * BLAS runs on one thread unless OPENBLAS_NUM_THREADS says otherwise: at these sizes (32 x 128
     matrices) threads cost more in hand-offs than they save, and on a busy machine they spin;
     300 steps took 73 s with the default threads and 3.4 s with one, under load. It only takes
-    effect if NumPy is not imported yet, as under `python -m model.train`.
+    effect if NumPy is not imported yet, as under `python3 -m model.train`.
 """
 import argparse
 import contextlib
@@ -178,7 +178,7 @@ def load_checkpoint(path) -> dict:
     if not path.is_file():
         run_dir = path.parent if path.name == CHECKPOINT else path.with_suffix("")
         raise ModelInputError(f"no checkpoint at {path}; train one with "
-                              f"`python -m model.train --out {run_dir}`, which writes {run_dir / CHECKPOINT}")
+                              f"`python3 -m model.train --out {run_dir}`, which writes {run_dir / CHECKPOINT}")
     try:
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
@@ -526,7 +526,7 @@ class _Parser(argparse.ArgumentParser):
 
 def parse_args(argv):
     d = TrainConfig()
-    ap = _Parser(prog="python -m model.train", description="Train the character-level language model.")
+    ap = _Parser(prog="python3 -m model.train", description="Train the character-level language model.")
     ap.add_argument("--steps", type=int, default=d.steps, help=f"total optimizer steps (default {d.steps})")
     ap.add_argument("--out", required=True, type=Path, help="directory for checkpoint.npz and metrics.jsonl")
     ap.add_argument("--seed", type=int, default=d.seed, help=f"seed for init and batches (default {d.seed})")

@@ -1,6 +1,6 @@
 """Train the 2017 encoder-decoder on a small real task: reverse a random letter sequence.
 
-    python -m model.train_seq2seq [--steps N] [--seed S] [--out DIR]
+    python3 -m model.train_seq2seq [--steps N] [--seed S] [--out DIR]
 
 Source: 3 to 8 letters from a 10-letter alphabet, padded to 8 with PAD. Target: the letters
 reversed, then EOS, then PAD. The decoder reads [BOS, reversed..., EOS, PAD...] minus its last
@@ -203,7 +203,7 @@ def _check_args(args):
 
 
 def main(argv=None):
-    ap = _Parser(prog="python -m model.train_seq2seq", description=__doc__.split("\n")[0])
+    ap = _Parser(prog="python3 -m model.train_seq2seq", description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="runs/seq2seq_reverse")

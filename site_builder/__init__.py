@@ -10,3 +10,7 @@
   write          to a temporary folder, then swap into place
   build          the orchestration that gathers everything before writing anything
 """
+
+# The command every message names, as README.md gives it (python3: `python` is Python 2, or
+# missing, on many systems).
+COMMAND = "python3 build_site.py"

@@ -408,13 +408,15 @@ def render_all(root, content, index, renderer, model, site_info, cache=None, bac
     env = make_environment(root, jinja_dir)
     commit = site_info["commit"]
     changed = sorted(site_info["uncommitted"] & set(index.files))
-    built_from = ("Built outside a git checkout (no commit to cite)" if not commit else f"Built from commit {commit[:12]}"
+    built_from = (f"Built outside a git checkout: no commit to cite, so the GitHub links point at the branch "
+                  f"{site_info['branch']}, which may have moved on" if not commit else f"Built from commit {commit[:12]}"
                   + (f", with uncommitted changes to {', '.join(changed[:3])}" if changed else "")
                   + (f" and {len(changed) - 3} more files" if len(changed) > 3 else ""))
     source_files = sorted(f for f in index.files if f.startswith("model/")) + sorted(model.cited_files)
     nav = [dict(slug=p["slug"], title=p["title"], summary=p["summary"]) for p in model.pages]
     common = dict(site=dict(title=content.site.get("title", "Documentation"), description=content.site.get("description", "")),
-                  nav=nav, source_files=source_files, built_from=built_from)
+                  nav=nav, source_files=source_files, built_from=built_from,
+                  github_branch=None if commit else site_info["branch"])     # templates/partials/macros.html
     titles = {p["slug"]: p["title"] for p in model.pages}
     files, origin, todo = {}, {}, {}     # todo: {path: (render it, cache key, cost)}
 

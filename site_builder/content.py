@@ -206,6 +206,12 @@ def validate(obj, kind, file, line, problems):
     if kind == "ref" and obj.get("role") not in ROLES:
         problems.append(Problem(file, obj.line_of("role"), f"unknown role '{obj.get('role')}'",
                                 f"use one of {', '.join(ROLES)}"))
+    if kind == "symbol" and isinstance(obj.get("shape"), str):
+        from site_builder.shapes import malformed_shape
+        wrong = malformed_shape(obj["shape"])
+        if wrong:
+            problems.append(Problem(file, obj.line_of("shape"), f"the shape '{obj['shape']}' is malformed: {wrong[0]}",
+                                    wrong[1]))
     if kind == "example":
         from site_builder.playground import check_declaration
         check_declaration(obj, file, problems)

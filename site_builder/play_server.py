@@ -34,6 +34,9 @@ import threading
 import time
 from pathlib import Path
 
+from site_builder import COMMAND
+
+
 PLAY_PROCESSES = 2             # requests answered at once (the machine this was written on has 2 cores)
 PLAY_TIMEOUT = 10.0            # seconds for one example call; the slowest playable takes ~0.3 s
 STARTUP_TIMEOUT = 180.0        # the first request also starts the process (and may train the run)
@@ -76,7 +79,7 @@ def answer(handler):
         handler._send(status, json.dumps(payload).encode(), "application/json", True, cache="no-store")
 
     if client is None:
-        return send(404, dict(error="free input needs `python build_site.py serve`; this server has no playground"))
+        return send(404, dict(error=f"free input needs `{COMMAND} serve`; this server has no playground"))
     refused = refusal(handler.headers, server.server_address, is_loopback(server.server_address[0]))
     if refused:
         return send(refused[0], dict(error=refused[1]))
@@ -214,7 +217,7 @@ class Playground:
             problems = []
             page = load_page(path, slug, problems)
             if page is None or any(not p.warning for p in problems):
-                raise InvalidInput(f"content/pages/{slug}.md has problems; `python build_site.py check` lists them")
+                raise InvalidInput(f"content/pages/{slug}.md has problems; `{COMMAND} check` lists them")
             self._pages[slug] = (stamp, page)
         page = self._pages[slug][1]
         for c in concepts(page):

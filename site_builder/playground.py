@@ -6,7 +6,7 @@ An example in a content file may declare
   `block:block_forward_steps(layer=1, row=2)`), shows the first combination in the page and
   writes the others as small script files the page loads on demand (a `<script>` tag, so it
   works from any static host and from `file://`, where `fetch` does not);
-- `playable: {param: {type: ..., bounds}}`: under `python build_site.py serve` the same
+- `playable: {param: {type: ..., bounds}}`: under `python3 build_site.py serve` the same
   control also takes a value the reader types, sent to the serve process's `/__play`
   endpoint, which validates it here, calls the same example function with it in a worker
   under a time limit (site_builder/worker.py) and renders the result with the same template.
@@ -17,7 +17,9 @@ every value is checked against its declared type and bounds before anything runs
 value reaches the function as a Python literal (never evaluated as code).
 
 Types: `int` and `float` (`min`, `max`), `text` (`max_length`, and `vocabulary: corpus`:
-every character must be one the trained model knows), `numbers` (a list of `length`
+every character must be one the trained model knows; `max_length` may name a field of
+ModelConfig, `seq_len`, for a text the model reads as its context: the limit is then the
+config's, never typed), `numbers` (a list of `length`
 floats, each within `min`..`max`). A choice parameter that is not playable accepts only its
 declared values.
 """
@@ -148,9 +150,12 @@ def spec_problem(spec):
         if not (_number(spec.get("min")) and _number(spec.get("max")) and spec["min"] <= spec["max"]):
             return "needs numbers 'min' <= 'max'"
     if kind == "text":
-        n = spec.get("max_length")
+        n = max_length(spec)
+        if isinstance(spec.get("max_length"), str) and n is None:
+            return (f"'max_length: {spec['max_length']}' names no whole-number field of ModelConfig "
+                    f"(fields: {', '.join(_config_lengths())})")
         if not (isinstance(n, int) and not isinstance(n, bool) and 0 < n <= TEXT_LIMIT):
-            return f"needs 'max_length' between 1 and {TEXT_LIMIT}"
+            return f"needs 'max_length' between 1 and {TEXT_LIMIT}, or a field of ModelConfig (seq_len)"
         if spec.get("vocabulary", "corpus") != "corpus":
             return "'vocabulary' can only be 'corpus' (the characters the trained model knows)"
     if kind == "numbers":
@@ -158,6 +163,21 @@ def spec_problem(spec):
         if not (isinstance(n, int) and not isinstance(n, bool) and 0 < n <= NUMBERS_LIMIT):
             return f"needs 'length' between 1 and {NUMBERS_LIMIT}"
     return None
+
+
+def max_length(spec: dict):
+    """A text's limit: its `max_length` as a number, or the default of the ModelConfig field it
+    names (`seq_len`: what the model reads); None for a name that is no such field."""
+    n = spec.get("max_length")
+    return _config_lengths().get(n) if isinstance(n, str) else n
+
+
+def _config_lengths() -> dict:
+    """{field: default} of ModelConfig's whole-number fields (the config the site documents)."""
+    import dataclasses
+    from model.config import ModelConfig
+    return {f.name: f.default for f in dataclasses.fields(ModelConfig)
+            if isinstance(f.default, int) and not isinstance(f.default, bool)}
 
 
 def combinations(choices: dict) -> list:
@@ -200,8 +220,8 @@ def validate(spec: dict, value, vocabulary=None):
             raise InvalidInput(f"must be text, got {_kind(value)}")
         if not value:
             raise InvalidInput("must not be empty")
-        if len(value) > spec["max_length"]:
-            raise InvalidInput(f"is {len(value)} characters long; at most {spec['max_length']} are allowed")
+        if len(value) > max_length(spec):
+            raise InvalidInput(f"is {len(value)} characters long; at most {max_length(spec)} are allowed")
         if vocabulary is not None:
             unknown = sorted(set(value) - set(vocabulary))
             if unknown:
@@ -282,7 +302,9 @@ def hint(spec: dict) -> str:
     if kind == "float":
         return f"a number from {spec['min']:g} to {spec['max']:g}"
     if kind == "text":
-        return f"up to {spec['max_length']} characters of the corpus's alphabet"
+        if isinstance(spec.get("max_length"), str):      # a config field: the model's context
+            return f"up to {spec['max_length']} = {max_length(spec)} characters of the corpus's alphabet, all the model reads"
+        return f"up to {max_length(spec)} characters of the corpus's alphabet"
     return f"{spec['length']} numbers from {spec['min']:g} to {spec['max']:g}, separated by spaces"
 
 

@@ -22,6 +22,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
+from site_builder import COMMAND
 from site_builder.cache import digest
 from site_builder.mathrender import render_tex, TexError
 from site_builder.problems import Problem
@@ -53,6 +54,7 @@ def make_environment(root: Path, bytecode_dir: Path = None) -> Environment:
                           keep_trailing_newline=True,
                           bytecode_cache=FileSystemBytecodeCache(str(bytecode_dir)) if bytecode_dir else None)
         env.filters["role_label"] = lambda role: ROLE_LABELS[role]
+        env.globals["build_command"] = COMMAND
         _ENVIRONMENTS[key] = env
     return _ENVIRONMENTS[key]
 

@@ -1,4 +1,4 @@
-"""`python build_site.py new-concept QUALNAME --page SLUG [--after SECTION]`: write the part of
+"""`python3 build_site.py new-concept QUALNAME --page SLUG [--after SECTION]`: write the part of
 a concept section the code can tell, so that documenting a function takes prose and TeX.
 
 What it writes, all from the source index and one run of the function:
@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from site_builder import COMMAND
 from site_builder.content import concepts, load_content
 from site_builder.resolve import ResolveError, resolve_snippet
 from site_builder.source_index import build_index
@@ -124,14 +125,21 @@ def _shapes_for(root: Path, qualname: str, params: list, index) -> tuple[dict, d
 
 
 def _symbol_rows(names, shapes) -> list:
+    """One row per argument and local. A local named like an axis letter of the shapes (`T`
+    of `(T, d)`: `T = X.shape[0]`) is not an array: its row is a scalar whose meaning asks
+    the author to tie it to that axis, since the page then uses one letter for both."""
     from site_builder.pages import tex_name
+    from site_builder.shapes import parse_shape
+    axes = {axis for shape in shapes.values() for axis in parse_shape(shape)}
     rows = []
     for name in names:
         if name in ("_", "self", "params", "p", "cfg") or name.startswith("return"):
             continue
-        shape = shapes.get(name, "none")
+        shape = shapes.get(name, "scalar" if name in axes else "none")
+        meaning = _q(f"{TODO}: {name} is also the axis {name} of the shapes here; say it is that length, "
+                     f"or give this row another letter (with code: {name})") if name in axes and name not in shapes else TODO
         code = "" if tex_name(name) == name else f", code: {name}"
-        rows.append(f"{{tex: {_q(name)}, meaning: {TODO}{code}, shape: {_q(shape)}}}")
+        rows.append(f"{{tex: {_q(name)}, meaning: {meaning}{code}, shape: {_q(shape)}}}")
     if "return[0]" in shapes or "return" in shapes:
         key = "return[0]" if "return[0]" in shapes else "return"
         rows.append(f"{{tex: 'y', meaning: {TODO}, code: {_q(key)}, shape: {_q(shapes[key])}}}")
@@ -276,4 +284,4 @@ def new_concept(root: Path, qualname: str, page: str, after: str | None = None) 
     return [f"wrote {target.file}:{line}: section '{sid}' ({len(y)} lines) documenting {qualname}"
             + (f" and {backward}" if backward else ""),
             f"wrote {ex_file.relative_to(root).as_posix()}: example {page}:{ex} on its hand-picked inputs",
-            f"fill in the {todo} TODOs (prose and TeX), then run: python build_site.py check"]
+            f"fill in the {todo} TODOs (prose and TeX), then run: {COMMAND} check"]

@@ -1,4 +1,4 @@
-"""`python build_site.py serve`: serve the built site locally and rebuild it on every change.
+"""`python3 build_site.py serve`: serve the built site locally and rebuild it on every change.
 
 Trade-offs, and why this module makes the choices it does:
 
@@ -87,6 +87,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, quote, unquote
 
+from site_builder import COMMAND
+
+
 WATCHED_DIRS = ("content", "templates", "static", "model", "tests", "site_builder", "data")
 # A .py edit under these means: re-import before building. content/ holds the example modules
 # (site_builder.examples keeps them in sys.modules, and they hold the builder's classes).
@@ -106,7 +109,7 @@ CONTENT_TYPES = {
 # Served at /__reload.js; the page gets <script src="/__reload.js" data-token="..."> (an external
 # script, so it keeps working if the site ever adds a Content-Security-Policy).
 RELOAD_JS = """\
-// Injected by `python build_site.py serve`; not part of the built site.
+// Injected by `python3 build_site.py serve`; not part of the built site.
 (() => {
   const token = document.currentScript.dataset.token, key = "serve-dismissed";
   const box = document.getElementById("serve-overlay");
@@ -517,7 +520,7 @@ def problem_lines(exc, root=None):
             pass
     where = f"{file}:{line}" if line else file
     return [f"{where}: internal error: {type(exc).__name__}: {exc} "
-            f"(an exception rather than a reported problem; `python build_site.py --debug` shows the traceback)"]
+            f"(an exception rather than a reported problem; `{COMMAND} --debug` shows the traceback)"]
 
 
 def _code_fingerprint(root: Path):

@@ -12,6 +12,14 @@ not read, and so not record, the files the first one read (site_builder/inputs.p
 pool cannot stop one stuck task; here a child past its deadline is asked where it is
 (SIGUSR1: it writes the line it is executing), then killed.
 
+A child stopped from outside (SIGSTOP; state `T` in /proc/PID/stat) would make no progress
+until its deadline, minutes away. One seen stopped for STOPPED_SECONDS is killed and its
+Outcome is "stopped": `run_calls` runs the call again in a fresh child (once), and the
+build's own children (site_builder/parallel.py) have their share done by the builder, as for
+any failed child. Only the stopped state is taken as a stall: a child that merely makes no
+progress may be waiting for its parent to read its result, or be an example sleeping on
+purpose (its deadline is for that); a traced child (state `t`, a debugger) is left alone.
+
 No child outlives the builder: each asks the kernel to kill it when its parent dies
 (PR_SET_PDEATHSIG, Linux), and the parent kills every child it still has when it stops for
 any reason, Ctrl-C included.
@@ -29,6 +37,7 @@ from dataclasses import dataclass, field
 
 PR_SET_PDEATHSIG = 1
 GRACE_SECONDS = 1.0            # after asking a stuck child where it is, before killing it
+STOPPED_SECONDS = 0.5          # seen stopped this long (not just between Ctrl-Z and fg): killed
 MAX_RESULT_BYTES = 64 * 1024 * 1024
 
 
@@ -44,7 +53,7 @@ class Call:
 @dataclass
 class Outcome:
     name: str
-    status: str                 # "ok", "error" (it raised), "timeout", "died", "too big", "unpicklable"
+    status: str                 # "ok", "error" (it raised), "timeout", "died", "stopped", "too big", "unpicklable"
     value: object = None
     detail: str = ""
     seconds: float = 0.0
@@ -58,6 +67,8 @@ class _Child:
     started: float
     data: bytearray = field(default_factory=bytearray)
     asked: float = 0.0
+    stopped_since: float = 0.0    # when it was first seen stopped (0: running)
+    stopped: bool = False         # killed for being stopped
 
 
 def die_with_parent(parent: int):
@@ -125,9 +136,10 @@ def _child(call: Call, fd: int, parent: int):
 def run_calls(calls, jobs: int, on_done=None, more=None):
     """Run `calls` in at most `jobs` children at once, in order. on_done(outcome) is called
     as each finishes; more() may return further calls to queue (e.g. the ones that waited
-    for a result). Returns every Outcome in completion order. A KeyboardInterrupt (or any
+    for a result). A call whose child was stopped from outside runs once more in a fresh
+    child. Returns every Outcome in completion order. A KeyboardInterrupt (or any
     exception) in the parent kills every running child before it propagates."""
-    queue, running, outcomes = list(calls), {}, []
+    queue, running, outcomes, rerun = list(calls), {}, [], set()
     selector = selectors.DefaultSelector()
     try:
         while queue or running:
@@ -139,7 +151,12 @@ def run_calls(calls, jobs: int, on_done=None, more=None):
                 if chunk:
                     child.data += chunk
                 else:
-                    outcomes.append(_finish(child, running, selector))
+                    outcome = _finish(child, running, selector)
+                    if outcome.status == "stopped" and outcome.name not in rerun:
+                        rerun.add(outcome.name)
+                        queue.insert(0, child.call)
+                        continue
+                    outcomes.append(outcome)
                     if queue:      # the freed core first: on_done (storing a result) can wait
                         _start(queue.pop(0), running, selector)
                     if on_done:
@@ -173,11 +190,31 @@ def _start(call, running, selector):
 def _enforce_deadlines(running):
     now = time.monotonic()
     for child in running.values():
+        if child.stopped:
+            continue
+        if _state(child.pid) != "T":
+            child.stopped_since = 0.0
+        elif not child.stopped_since:
+            child.stopped_since = now
+        elif now - child.stopped_since >= STOPPED_SECONDS:
+            child.stopped = True
+            _signal(child.pid, signal.SIGKILL)
+            continue
         if not child.asked and now - child.started > child.call.timeout:
             child.asked = now
             _signal(child.pid, signal.SIGUSR1)
         elif child.asked and now - child.asked > GRACE_SECONDS:
             _signal(child.pid, signal.SIGKILL)
+
+
+def _state(pid):
+    """The process state letter of /proc/PID/stat (after the name, which may hold ')'), or
+    "" where there is no /proc (not Linux) or the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[0].decode()
+    except (OSError, IndexError):
+        return ""
 
 
 def _signal(pid, sig):
@@ -210,6 +247,9 @@ def _finish(child, running, selector) -> Outcome:
                 message = pickle.loads(bytes(child.data[8:8 + size]))
             except Exception as e:          # a value that pickles but does not unpickle
                 message = ("unpicklable", f"{type(e).__name__}: {e}")
+    if child.stopped:
+        return Outcome(name, "stopped", detail=f"was stopped (state T) for {STOPPED_SECONDS:g} s and killed",
+                       seconds=seconds)
     if child.asked:
         where = message[1] if message and message[0] == "timeout" else ""
         return Outcome(name, "timeout", detail=where, seconds=seconds)

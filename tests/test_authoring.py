@@ -410,12 +410,53 @@ def test_new_concept_refuses_in_one_line_and_writes_nothing(qualname, after, say
     assert {p: p.read_bytes() for p in (ROOT / "content").rglob("*") if p.is_file()} == before
 
 
-def test_new_concept_refuses_two_afters_in_one_line():
+@pytest.mark.parametrize("twice, says", [
+    (["--page", "model", "--after", "model-relu", "--after", "model-linear"],
+     "takes one --after, got 2 (model-relu, model-linear); name the one section the new one follows"),
+    (["--page", "model", "--page", "block"], "takes one --page, got 2 (model, block); name the one page to add to"),
+    (["--page", "model", "--page", "model"], "takes one --page, got 2 (model, model)"),
+])
+def test_new_concept_refuses_a_flag_given_twice_in_one_line(twice, says):
     # a child process: importing build_site here would change this process's sys.path and
     # environment for every later in-process build of the session
     import subprocess, sys
-    proc = subprocess.run([sys.executable, str(ROOT / "build_site.py"), "new-concept", "model.ops.relu_forward", "--page", "model",
-                           "--after", "model-relu", "--after", "model-linear"], capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run([sys.executable, str(ROOT / "build_site.py"), "new-concept", "model.ops.relu_forward", *twice],
+                          capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2
     err = proc.stderr.strip().splitlines()
-    assert len(err) == 1 and "takes one --after, got 2 (model-relu, model-linear)" in err[0]
+    assert len(err) == 1 and says in err[0], err
+
+
+def test_new_concept_writes_a_local_named_like_an_axis_as_that_axis_not_a_second_symbol():
+    import yaml
+    from site_builder.scaffold import _symbol_rows
+    rows = {r["tex"]: r for r in (yaml.safe_load(text) for text in _symbol_rows(
+        ["X", "T", "n", "out"], {"X": "(T, d)", "out": "(d,)"}))}
+    assert rows["T"]["shape"] == "scalar"                       # a length, not an array with no shape
+    assert rows["T"]["meaning"].startswith("TODO") and "the axis T of the shapes" in rows["T"]["meaning"]
+    assert (rows["n"]["shape"], rows["n"]["meaning"]) == ("none", "TODO")     # no axis of these shapes
+    assert rows["X"]["shape"] == "(T, d)" and rows["out"]["meaning"] == "TODO"
+
+
+@pytest.mark.parametrize("shape, what, fix", [
+    ("(T,, d)", "(T,, d) has an empty axis", "write (T, d)"),
+    ("(T, d,)", "(T, d,) ends in a comma, which only a one-axis shape does", "write (T, d)"),
+    ("(T, d", "the '(' at character 1 is never closed", "close it with ')'"),
+    ("(T, d))", "the ')' at character 7 closes no '('", "remove it, or add the '(' it closes"),
+])
+def test_a_malformed_symbol_shape_is_one_problem_at_its_line_with_the_fix(tmp_path, shape, what, fix):
+    from site_builder.content import load_content
+    page = PAGE.replace("shape: '(T, d)'}", f"shape: '{shape}'}}")
+    root = mini_repo(tmp_path, SITE, page, {})
+    problems = []
+    load_content(root, problems)
+    line = page.split("\n").index(next(l for l in page.split("\n") if f"'{shape}'" in l)) + 1
+    assert [(p.file, p.line, p.message, p.fix) for p in problems] == [
+        ("content/pages/mini.md", line, f"the shape '{shape}' is malformed: {what}", fix)]
+
+
+def test_well_formed_shapes_and_words_around_them_pass():
+    from site_builder.shapes import malformed_shape
+    for shape in ["(d,)", "()", "(T, d)", "(d)", "(S, ceil(d/2)) for all of them", "(F, d) and (d,)",
+                  "(T, d), (S, d), (S, d)", "ceil(d/2) entries", "same as θ", "(B,) for all of them"]:
+        assert malformed_shape(shape) is None, shape

@@ -1,6 +1,6 @@
 """The three command lines of model/ fail in one line each: status 2 for bad input (a checkpoint
 that disagrees with its own metadata included), 1 for a diverged run, 130 for Ctrl-C, and never a
-traceback. Runs are tiny; every child is a real `python -m` process."""
+traceback. Runs are tiny; every child is a real `python3 -m` process."""
 import json
 import os
 import re

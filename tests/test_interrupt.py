@@ -104,7 +104,7 @@ def wait_for(condition, timeout, what, proc=None):
 
 
 class Command:
-    """`python build_site.py ...` in a session of its own; output (stdout and stderr) read by a thread."""
+    """`python3 build_site.py ...` in a session of its own; output (stdout and stderr) read by a thread."""
 
     def __init__(self, root, args, tag, env=None):
         self.tag = tag

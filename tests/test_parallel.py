@@ -3,9 +3,12 @@ whatever finishes first, a failing child is an outcome (the build then does that
 itself), memo additions come back, and no child outlives `stop`. Plus the share-out the
 pages and the renders are split by."""
 import os
+import signal
 import time
 
-from site_builder import parallel
+import pytest
+
+from site_builder import parallel, worker
 from site_builder.pages import share_out
 
 
@@ -61,3 +64,49 @@ def test_share_out_balances_by_cost_and_keeps_each_share_in_order():
     assert max(totals) - min(totals) <= min(costs.values())
     assert share_out(list(costs), costs.get, 2) == shares              # the same items, the same shares
     assert share_out(["x"], lambda _: 1, 2) == [["x"]]                 # no empty share
+
+
+
+def _render(value, stop_in_child_of=None):
+    """A render; with stop_in_child_of=PID, one a child of PID runs stops there (SIGSTOP, as
+    a tester's `kill -STOP`), while PID itself runs it plainly."""
+    def render():
+        if stop_in_child_of is not None and os.getpid() != stop_in_child_of:
+            os.kill(os.getpid(), signal.SIGSTOP)
+        return value
+    return render
+
+
+def test_a_stopped_child_is_killed_soon_and_its_share_done_here_with_the_same_output():
+    from types import SimpleNamespace
+    from site_builder.build import render_shares
+    renderer, pages = SimpleNamespace(code_memo={}), [(f"page{i}.txt", f"bytes {i}".encode(), 1 + i % 2) for i in range(6)]
+    normal = render_shares({p: (_render(v), None, cost) for p, v, cost in pages}, renderer, None, background=True)
+    todo = {p: (_render(v, stop_in_child_of=os.getpid()), None, cost) for p, v, cost in pages}
+    started = time.monotonic()
+    stalled = render_shares(todo, renderer, None, background=True)
+    assert time.monotonic() - started < 10 * worker.STOPPED_SECONDS + 5     # not parallel.TIMEOUT
+    assert list(stalled.items()) == list(normal.items())
+
+
+def test_a_stopped_child_is_an_outcome_of_its_own_and_leaves_no_process():
+    with parallel.start({"stops": _render("x", stop_in_child_of=os.getpid())}) as children:
+        [pid] = [child.pid for child in children.running.values()]
+        [outcome] = children.wait()
+    assert outcome.status == "stopped" and "state T" in outcome.detail
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_an_example_whose_child_was_stopped_runs_again_in_a_fresh_child(tmp_path):
+    marker = tmp_path / "stopped once"
+
+    def example():
+        if not marker.exists():
+            marker.write_text("")
+            os.kill(os.getpid(), signal.SIGSTOP)
+        return "result"
+    started = time.monotonic()
+    [outcome] = worker.run_calls([worker.Call("ex", example, timeout=60.0)], 1)
+    assert time.monotonic() - started < 10 * worker.STOPPED_SECONDS + 5     # not its 60 s deadline
+    assert (outcome.status, outcome.value) == ("ok", "result") and marker.exists()

@@ -58,3 +58,29 @@ def test_a_project_inside_another_repository_has_no_commit_of_its_own(tmp_path):
     git(tmp_path, "commit", "-q", "--no-gpg-sign", "-m", "outer")
     (tmp_path / "proj" / "model" / "ops.py").write_text("# changed\n")
     assert head_commit(tmp_path) and head_commit(tmp_path / "proj") is None     # links then say "branch", not the outer commit
+
+
+def test_outside_a_checkout_a_link_says_it_points_at_the_branch(tmp_path):
+    macros = make_environment(ROOT, None).get_template("partials/macros.html")
+    link = str(macros.make_module({"github_branch": "main"}).github_link(
+        "https://github.com/o/r/blob/main/model/ops.py#L3", "GitHub"))
+    assert link.startswith('<a href="https://github.com/o/r/blob/main/model/ops.py#L3" title="')
+    assert ">GitHub (branch main)</a>" in link and "which may have moved on" in link and "not made in a git checkout" in link
+    in_a_checkout = str(macros.make_module({"github_branch": None}).github_link("https://x.invalid/blob/abc/f.py", "GitHub"))
+    assert in_a_checkout == '<a href="https://x.invalid/blob/abc/f.py">GitHub</a>'
+
+
+def test_a_concept_page_built_outside_a_checkout_says_its_links_name_the_branch(tmp_path):
+    """A tarball of the repository: no commit, so every GitHub link of a concept page names
+    the branch and says it may have moved on, as the source pages do."""
+    import re
+    from site_builder.build import build
+    from tests.conftest import mini_repo
+    from tests.test_build_errors import EXAMPLE, PAGE, SITE
+    root = mini_repo(tmp_path, SITE, PAGE, {"mini": EXAMPLE})
+    assert head_commit(root) is None
+    build(root, root / "site", cache_dir=tmp_path / "cache")
+    html = (root / "site" / "mini.html").read_text()
+    links = re.findall(r'<a href="https://example\.invalid/repo/blob/([^/"]+)/[^"]*"( title="[^"]*")?>([^<]*)</a>', html)
+    assert links and all(branch == "main" and title and text.endswith("(branch main)") for branch, title, text in links)
+    assert "no commit to cite, so the GitHub links point at the branch main, which may have moved on" in html

@@ -60,6 +60,33 @@ def test_oversized_text_is_refused():
     assert "40" not in refused(FLOAT, "1" * 5000)[:10] and "text of 5000 characters" in refused(FLOAT, "1" * 5000)
 
 
+def test_a_text_the_model_reads_takes_its_limit_from_the_config_and_the_page_says_it(built_site):
+    """`max_length: seq_len`: the limit is ModelConfig's seq_len, not a number typed beside it;
+    the attention page's prompt field declares it so, and its hint and caption say the number."""
+    import re
+    from model.config import ModelConfig
+    from site_builder.content import load_content
+    from site_builder.playground import hint
+    seq_len = ModelConfig(vocab_size=2).seq_len
+    context = {"type": "text", "max_length": "seq_len", "vocabulary": "corpus"}
+    assert validate(context, "x" * seq_len) == "x" * seq_len
+    assert refused(context, "x" * (seq_len + 1)) == f"is {seq_len + 1} characters long; at most {seq_len} are allowed"
+    assert hint(context) == f"up to seq_len = {seq_len} characters of the corpus's alphabet, all the model reads"
+    problems = []
+    attention = load_content(ROOT, problems).pages["attention"]
+    specs = [e["playable"]["prompt"] for c in attention.meta["sections"] for e in c.get("examples") or []
+             if "prompt" in (e.get("playable") or {})]
+    assert specs and all(s["max_length"] == "seq_len" for s in specs)
+    html = (built_site / "attention.html").read_text()
+    assert f"up to seq_len = {seq_len} characters" in html
+    assert f"at most seq_len = {seq_len}:" in re.sub(r"<[^>]+>", "", html)
+    errors, typo = [], Located({"run": "m:f", "playable": {"p": {"type": "text", "max_length": "seq_lenn"}}})
+    typo.key_lines = {}
+    check_declaration(typo, "content/pages/x.md", errors)
+    assert len(errors) == 1 and "'max_length: seq_lenn' names no whole-number field of ModelConfig" in errors[0].message
+    assert "seq_len" in errors[0].message.partition("fields: ")[2]
+
+
 def test_characters_outside_the_vocabulary_are_refused():
     message = refused(TEXT, "héllo", vocabulary="abcdehlo ")
     assert "'é'" in message and "never seen" in message and "9 characters" in message

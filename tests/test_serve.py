@@ -1,4 +1,4 @@
-"""Tests for `python build_site.py serve` (site_builder/serve.py).
+"""Tests for `python3 build_site.py serve` (site_builder/serve.py).
 
 Everything runs on 127.0.0.1 (port 0, or a port the OS just handed out), against a temporary
 output folder and a fake build function; two subprocess tests run the real command on the real
@@ -552,7 +552,7 @@ def test_cli_port_in_use(tmp_path):
 
 
 class CLIServer:
-    """`python build_site.py serve` in a subprocess, its stdout read by a thread."""
+    """`python3 build_site.py serve` in a subprocess, its stdout read by a thread."""
 
     def __init__(self, out):
         self.port = free_port()

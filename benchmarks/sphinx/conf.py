@@ -4,7 +4,7 @@ The same `model/` package documented the way most Python projects do it: autodoc
 viewcode for highlighted source pages, MathJax for math. Sphinx is a benchmark-only extra
 (`pip install -e ".[bench]"`); nothing else in the repository uses this folder.
 
-    python -m sphinx -b html -q -E benchmarks/sphinx /tmp/sphinx-out
+    python3 -m sphinx -b html -q -E benchmarks/sphinx /tmp/sphinx-out
 """
 import sys
 from pathlib import Path

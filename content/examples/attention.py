@@ -258,7 +258,7 @@ def chosen_heatmap(prompt=WINDOW_TEXT, layer=0, head=0):
                          f"model.transformer.forward with the parameters of the cached training run (cache key "
                          f"{run.commit_key}, {config_label(cfg)}): the weights A that attention_forward of block {layer} "
                          f"keeps in its cache, head {head} of {cfg.num_heads}, on {window!r} ({where})",
-                         data=dict(A=A, window=window, top=top))
+                         data=dict(A=A, window=window, top=top, seq_len=cfg.seq_len))
 
 
 def trained_head_table():

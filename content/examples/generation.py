@@ -258,7 +258,7 @@ def command_line():
     same = printed == direct + "\n"
     call = (f"generate(params, cfg, encode({prompt!r}), {CLI['steps']}, {CLI['temperature']}, {CLI['top_k']}, "
             f"np.random.default_rng({CLI['seed']})), decoded")
-    rows = [["Command", "python -m model.generate --checkpoint OUT/checkpoint.npz " + " ".join(argv)],
+    rows = [["Command", "python3 -m model.generate --checkpoint OUT/checkpoint.npz " + " ".join(argv)],
             ["Printed (↵ is a newline)", _show(printed.rstrip("\n"))],
             [f"Equal to {call}", str(same)],
             ["Bad input: " + " ".join(bad[2:]), f"{bad_said.strip()} (exit status {bad_status})"]]

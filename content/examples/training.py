@@ -398,7 +398,7 @@ def _config_main_passes(argv):
 
 
 def command_line():
-    """python -m model.train twice, in process: 4 steps, then --resume to 8 (the schedule changes)."""
+    """python3 -m model.train twice, in process: 4 steps, then --resume to 8 (the schedule changes)."""
     with tempfile.TemporaryDirectory() as tmp:
         out_dir = str(Path(tmp) / "run")
         shown = []
@@ -408,7 +408,7 @@ def command_line():
             with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
                 mt.main(argv)
             notes = [line for line in stderr.getvalue().splitlines() if line.startswith("note:")]
-            shown.append(["python -m model.train " + " ".join(argv).replace(out_dir, "OUT"),
+            shown.append(["python3 -m model.train " + " ".join(argv).replace(out_dir, "OUT"),
                           stdout.getvalue().strip().replace(out_dir, "OUT"),
                           " ".join(notes).replace(out_dir, "OUT") or "none"])
         bad = ["--steps", "0", "--out", out_dir]
@@ -419,7 +419,7 @@ def command_line():
             bad_status = 0
         except SystemExit as e:
             bad_status = e.code
-        shown.append(["python -m model.train " + " ".join(bad).replace(out_dir, "OUT"),
+        shown.append(["python3 -m model.train " + " ".join(bad).replace(out_dir, "OUT"),
                       f"(nothing; exit status {bad_status})", err.getvalue().strip().replace(out_dir, "OUT")])
         ratio_rows = [[lr, _config_main_passes(["--out", out_dir] + (["--lr", lr] if lr else []))] for lr in (None, "0.02")]
     d = TrainConfig()

@@ -2,7 +2,7 @@
 // declared choices; the page shows the first and loads another's body (a small script under
 // play/, which works from file:// too, where fetch does not) when the reader picks it. The
 // choice is kept in the URL (?row=2&layer=1), so a link shares the exact view. Under
-// `python build_site.py serve` (its /__reload.js is on the page) the free-input fields appear:
+// `python3 build_site.py serve` (its /__reload.js is on the page) the free-input fields appear:
 // the serve process validates the value, runs the same example function on it and answers
 // with the body rendered by the same template (site_builder/playground.py).
 (() => {

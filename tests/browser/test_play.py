@@ -4,6 +4,7 @@ real code and the heatmap changes without a reload. (Choosing the stepper's row 
 in test_stepper.py.)"""
 import re
 
+from site_builder import COMMAND
 from site_builder.examples import load_example
 from tests.conftest import ROOT
 
@@ -23,7 +24,7 @@ def test_choosing_a_head_and_a_temperature_on_the_static_site(page, site_url):
     page.goto(site_url + "attention.html")
     ex = example_with(page, "head")
     assert ex.locator(".play-free").is_hidden(), "no free input without serve"
-    assert "python build_site.py serve" in ex.locator(".play-note").first.text_content()
+    assert f"{COMMAND} serve" in ex.locator(".play-note").first.text_content()
     assert "head 0" in heatmap_label(ex)
     before = len(requests)
     ex.locator('select[name="head"]').select_option("2")
