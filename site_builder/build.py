@@ -46,7 +46,7 @@ from site_builder import links
 from site_builder.links import check_links
 from site_builder.pages import PageBuilder
 from site_builder.problems import Problem, BuildFailed
-from site_builder.render import Renderer, make_environment, pygments_css, source_url
+from site_builder.render import Renderer, make_environment, pygments_css, source_rows, source_url
 from site_builder.source_index import build_index, SourceError
 from site_builder.write import write_site, output_lock
 
@@ -428,12 +428,13 @@ def render_all(root, content, index, renderer, model, site_info, cache=None, bac
 
     def render_source(f):
         depth = f.count("/") + 1
-        rows = [dict(n=i + 1, html=h, cited=model.cited.get((f, i + 1), []))
-                for i, h in enumerate(renderer.highlighted_lines(f))]
+        lines = renderer.highlighted_lines(f)
+        cited = {n: cites for n, cites in cites_by_file.get(f, ()) if cites}
         github = f"{site_info['repo_url']}/blob/{commit or site_info['branch']}/{f}"
         return env.get_template("source.html").render(
-            file=f, lines=rows, commit=commit, github=github, uncommitted=f in site_info["uncommitted"], branch=site_info["branch"],
-            cited_count=sum(1 for r in rows if r["cited"]), title=f, description=f"Source of {f}",
+            file=f, rows=source_rows(lines, cited, "../" * depth), line_count=len(lines), commit=commit, github=github,
+            uncommitted=f in site_info["uncommitted"], branch=site_info["branch"],
+            cited_count=sum(1 for n in cited if n <= len(lines)), title=f, description=f"Source of {f}",
             root="../" * depth, current="source:" + f, prev_href=None, next_href=None, **common).encode()
 
     for page in model.pages:
