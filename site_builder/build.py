@@ -461,11 +461,12 @@ def render_all(root, content, index, renderer, model, site_info, cache=None, bac
             # to render and 70 more to highlight
             cost = len(index.files[f]) * (10 if renderer.code_key(f) in renderer.code_memo else 80)
             todo[source_url(f)] = (functools.partial(render_source, f), source_key, cost)
-    # references.json too (the same units: indented JSON is written by Python's slow encoder)
+    # references.json too (the same units; measured, a reference costs what 8 bytes of a page
+    # do with their scans: 50 had put it at a fifth of the render and unbalanced the shares)
     refs = dict(commit=commit, references=model.references)
     files["references.json"] = None
     todo["references.json"] = (lambda: (json.dumps(refs, indent=1, sort_keys=True) + "\n").encode(), None,
-                               50 * len(model.references))
+                               8 * len(model.references))
     files.update(render_shares(todo, renderer, cache, background))
     from site_builder.params import count_by_group
     cfg = site_info["config"]
