@@ -628,7 +628,15 @@ def build(root: Path, out: Path, strict=False, cache_dir=None, use_cache=True, r
 
     defer_search (serve): the new site goes live with the previous search bundle, and the
     result's `finish()` indexes it afresh, so the browser reloads without waiting on Pagefind
-    (the slowest step of a one-page rebuild)."""
+    (the slowest step of a one-page rebuild).
+
+    The garbage collector is off in this process meanwhile (parallel.collector_paused)."""
+    from site_builder.parallel import collector_paused
+    with collector_paused():
+        return _build(root, out, strict, cache_dir, use_cache, retrain, jobs, defer_search)
+
+
+def _build(root, out, strict, cache_dir, use_cache, retrain, jobs, defer_search):
     t0 = time.perf_counter()
     problems = []
     cache_dir = Path(cache_dir or root / ".build_cache")

@@ -1,7 +1,7 @@
 """The build's own children (site_builder/parallel.py): outcomes in the order of the calls
 whatever finishes first, a failing child is an outcome (the build then does that share
 itself), memo additions come back, and no child outlives `stop`. Plus the share-out the
-pages and the renders are split by."""
+pages and the renders are split by, and the collector paused for a build."""
 import os
 import time
 
@@ -61,3 +61,21 @@ def test_share_out_balances_by_cost_and_keeps_each_share_in_order():
     assert max(totals) - min(totals) <= min(costs.values())
     assert share_out(list(costs), costs.get, 2) == shares              # the same items, the same shares
     assert share_out(["x"], lambda _: 1, 2) == [["x"]]                 # no empty share
+
+
+def test_the_collector_is_paused_for_the_block_and_collects_in_its_children():
+    import gc
+    assert gc.isenabled()
+    with parallel.collector_paused():
+        assert not gc.isenabled()
+        [outcome] = parallel.start({"child": gc.isenabled}).wait()
+        assert (outcome.status, outcome.value) == ("ok", True)
+        assert not gc.isenabled()          # the fork did not turn it on here
+    assert gc.isenabled()
+    gc.disable()
+    try:                                   # a collector already off is left off
+        with parallel.collector_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
