@@ -46,7 +46,7 @@ from site_builder import links
 from site_builder.links import check_links
 from site_builder.pages import PageBuilder
 from site_builder.problems import Problem, BuildFailed
-from site_builder.render import Renderer, make_environment, pygments_css, source_url
+from site_builder.render import Renderer, make_environment, pygments_css, source_rows, source_url
 from site_builder.source_index import build_index, SourceError
 from site_builder.write import write_site, output_lock
 
@@ -430,12 +430,13 @@ def render_all(root, content, index, renderer, model, site_info, cache=None, bac
 
     def render_source(f):
         depth = f.count("/") + 1
-        rows = [dict(n=i + 1, html=h, cited=model.cited.get((f, i + 1), []))
-                for i, h in enumerate(renderer.highlighted_lines(f))]
+        lines = renderer.highlighted_lines(f)
+        cited = {n: cites for n, cites in cites_by_file.get(f, ()) if cites}
         github = f"{site_info['repo_url']}/blob/{commit or site_info['branch']}/{f}"
         return env.get_template("source.html").render(
-            file=f, lines=rows, commit=commit, github=github, uncommitted=f in site_info["uncommitted"], branch=site_info["branch"],
-            cited_count=sum(1 for r in rows if r["cited"]), title=f, description=f"Source of {f}",
+            file=f, rows=source_rows(lines, cited, "../" * depth), line_count=len(lines), commit=commit, github=github,
+            uncommitted=f in site_info["uncommitted"], branch=site_info["branch"],
+            cited_count=sum(1 for n in cited if n <= len(lines)), title=f, description=f"Source of {f}",
             root="../" * depth, current="source:" + f, prev_href=None, next_href=None, **common).encode()
 
     for page in model.pages:
@@ -462,11 +463,12 @@ def render_all(root, content, index, renderer, model, site_info, cache=None, bac
             # to render and 70 more to highlight
             cost = len(index.files[f]) * (10 if renderer.code_key(f) in renderer.code_memo else 80)
             todo[source_url(f)] = (functools.partial(render_source, f), source_key, cost)
-    # references.json too (the same units: indented JSON is written by Python's slow encoder)
+    # references.json too (the same units; measured, a reference costs what 8 bytes of a page
+    # do with their scans: 50 had put it at a fifth of the render and unbalanced the shares)
     refs = dict(commit=commit, references=model.references)
     files["references.json"] = None
     todo["references.json"] = (lambda: (json.dumps(refs, indent=1, sort_keys=True) + "\n").encode(), None,
-                               50 * len(model.references))
+                               8 * len(model.references))
     files.update(render_shares(todo, renderer, cache, background))
     from site_builder.params import count_by_group
     cfg = site_info["config"]
@@ -628,7 +630,15 @@ def build(root: Path, out: Path, strict=False, cache_dir=None, use_cache=True, r
 
     defer_search (serve): the new site goes live with the previous search bundle, and the
     result's `finish()` indexes it afresh, so the browser reloads without waiting on Pagefind
-    (the slowest step of a one-page rebuild)."""
+    (the slowest step of a one-page rebuild).
+
+    The garbage collector is off in this process meanwhile (parallel.collector_paused)."""
+    from site_builder.parallel import collector_paused
+    with collector_paused():
+        return _build(root, out, strict, cache_dir, use_cache, retrain, jobs, defer_search)
+
+
+def _build(root, out, strict, cache_dir, use_cache, retrain, jobs, defer_search):
     t0 = time.perf_counter()
     problems = []
     cache_dir = Path(cache_dir or root / ".build_cache")

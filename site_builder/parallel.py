@@ -15,7 +15,16 @@ child fills in memory (the KaTeX and highlighting memos) is lost unless it is se
 `memo_snapshot`/`memo_additions` send back what a child added to the memos it was given.
 A child that fails is not an error of the build: `wait` gives its Outcome, and the caller
 does that share itself (the same code, so the same pages and the same problems).
+
+The collector. A build makes a few million objects that live until it ends (the source
+index, the content, the view models); each of the collector's full passes walked all of
+them again and freed next to nothing (0.3 s of a 3 s build whose examples were cached, the
+peak memory the same without them). `collector_paused` turns it off in the build's process
+for the build, and on again after it and in every child forked meanwhile (a child's work,
+an example or a training run, collects its own objects; the parent's are frozen there, as
+`start` freezes them).
 """
+import contextlib
 import gc
 import os
 import selectors
@@ -105,3 +114,38 @@ def merge_memos(memos, additions):
     """In the parent: take a child's additions into the memos."""
     for m, added in zip(memos, additions):
         m.update(added)
+
+
+_PAUSED = [False]       # the collector is off in this process by collector_paused
+
+
+def _collect_in_child():
+    """In a child forked while the collector was paused: the parent's objects (the young ones
+    too, a paused collector leaves them all young) are frozen, as parallel.start freezes them,
+    so the child's own collections never walk them (walked in every example's child, they made
+    an uncached build take 70 s, against 27 to 41 s before the pause; frozen: 21 s), and the
+    collector is on again for the child's own objects."""
+    if _PAUSED[0]:
+        _PAUSED[0] = False
+        gc.freeze()
+        gc.enable()
+
+
+os.register_at_fork(after_in_child=_collect_in_child)
+
+
+@contextlib.contextmanager
+def collector_paused():
+    """The garbage collector off in this process for the block, on again after it and in
+    the children forked meanwhile (see the module's docstring). A collector already off is
+    left as it is."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    _PAUSED[0] = True
+    try:
+        yield
+    finally:
+        _PAUSED[0] = False
+        gc.enable()

@@ -1,7 +1,8 @@
 """The build's own children (site_builder/parallel.py): outcomes in the order of the calls
 whatever finishes first, a failing child is an outcome (the build then does that share
 itself), memo additions come back, and no child outlives `stop`. Plus the share-out the
-pages and the renders are split by."""
+pages and the renders are split by, and the collector paused for a build."""
+import gc
 import os
 import signal
 import time
@@ -110,3 +111,19 @@ def test_an_example_whose_child_was_stopped_runs_again_in_a_fresh_child(tmp_path
     [outcome] = worker.run_calls([worker.Call("ex", example, timeout=60.0)], 1)
     assert time.monotonic() - started < 10 * worker.STOPPED_SECONDS + 5     # not its 60 s deadline
     assert (outcome.status, outcome.value) == ("ok", "result") and marker.exists()
+def test_the_collector_is_paused_for_the_block_and_collects_in_its_children():
+    assert gc.isenabled()
+    with parallel.collector_paused():
+        assert not gc.isenabled()
+        # forked by worker.py, as the examples are, not by parallel.start (which freezes itself)
+        [outcome] = worker.run_calls([worker.Call("child", lambda: (gc.isenabled(), gc.get_freeze_count() > 0), 60)], 1)
+        assert (outcome.status, outcome.value) == ("ok", (True, True))
+        assert not gc.isenabled()          # the fork did not turn it on here
+    assert gc.isenabled()
+    gc.disable()
+    try:                                   # a collector already off is left off
+        with parallel.collector_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -1,0 +1,70 @@
+"""The link check's two readings of a page (site_builder/links.py): the regular expressions
+for simple pages must find exactly what html.parser finds, and must hand every other page
+to the parser."""
+import pytest
+
+from site_builder import links
+
+
+def parsed(text):
+    """The parser's reading, as the link check made it before the simple reading."""
+    scanner = links._Scanner()
+    scanner.feed(links.INERT_TAGS.sub("", text))
+    scanner.close()
+    return scanner.ids, scanner.links
+
+
+def test_the_simple_reading_equals_the_parser_on_every_page_of_the_site(built_site):
+    pages = sorted(p for p in built_site.rglob("*.html") if "pagefind" not in p.parts)
+    read_simply = 0
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        found = links._simple_scan(text)
+        if found is not None:
+            read_simply += 1
+            assert found == parsed(text), page
+    # the source pages, at least, are the builder's own markup from end to end
+    assert read_simply >= sum(1 for p in pages if "source" in p.relative_to(built_site).parts) > 0
+
+
+PAGE = '<!doctype html>\n<html><head><title>T</title><script>let a = 1;</script></head><body>\n{}\n</body></html>'
+
+MUST_FALL_BACK = [
+    '<a href=nope.html>unquoted</a>',
+    "<a href='single.html'>single quotes</a>",
+    '<!-- <a href="commented.html"> -->',
+    '<script>const s = \'<a href="in-a-string.html">\';</script>',
+    '<style>a < b {}</style>',
+    'a < b, then <a href="after.html">',
+    '<a\xa0href="nbsp.html">',
+    '<a href="x.html" title="a > b">',
+    '<script src="self-closed.js"/>',
+    '<p>x<![CDATA[ <a href="cdata.html"> ]]></p>',
+    '<a href = "spaced.html">',
+]
+
+SIMPLE = [
+    '<a href="x.html">x</a> <a id="here" name="there" data-origin="content/pages/p.md:3" href="#here">',
+    '<a\n  class="fn-ref"\n  href="over-lines.html"\n>lines</a>',
+    '<A HREF="upper.html" ID="Up">',
+    '<a href="q.html?a=1&amp;b=2&#39;">',
+    '<b title=" href=" x="y">a look-alike in a value</b>',
+    '<script defer src="static/js/site.js"></script>',
+    '<svg><title>no links</title><a xlink:href="#svg">s</a></svg>',
+    '<details open><summary>bare attribute</summary><a href="d.html" hidden>d</a></details>',
+    '<base href="/elsewhere/"><img src="i.png" alt="">',
+    '<tr id="L1"><td class="ln">1</td><td class="code"><span class="k">def</span></td></tr>',
+]
+
+
+@pytest.mark.parametrize("body", MUST_FALL_BACK)
+def test_markup_the_simple_reading_does_not_know_goes_to_the_parser(body):
+    assert links._simple_scan(PAGE.format(body)) is None
+    assert links.scan_page(PAGE.format(body).encode()) == parsed(PAGE.format(body))
+
+
+@pytest.mark.parametrize("body", SIMPLE)
+def test_simple_markup_is_read_as_the_parser_reads_it(body):
+    found = links._simple_scan(PAGE.format(body))
+    assert found is not None
+    assert found == parsed(PAGE.format(body))
