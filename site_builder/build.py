@@ -23,8 +23,17 @@ the font subset; one of them writes references.json); the math font is subset in
 while the links are checked, the site is written and Pagefind indexes it. Every share's
 results are merged in the order a one-process build makes them, so the output is the same
 bytes with --jobs 1 or any other.
+
+The cyclic garbage collector is off while a build runs. A build allocates millions of
+objects (syntax trees, view models, HTML) that live until it ends and hold almost no
+cycles: the collector walked them again and again (1,800 collections) and freed some
+10,000 objects in all. Measured on the builder-overhead case with --jobs 1: 0.45 s less CPU
+(of 4.8 s), the same peak memory (219 MB). It is switched back on when the build returns;
+`serve` collects after each build (serve.settle_memory), and forked children inherit the
+switch, so they do not walk the heap they share copy-on-write either.
 """
 import functools
+import gc
 import hashlib
 import json
 import os
@@ -627,6 +636,16 @@ def build(root: Path, out: Path, strict=False, cache_dir=None, use_cache=True, r
     defer_search (serve): the new site goes live with the previous search bundle, and the
     result's `finish()` indexes it afresh, so the browser reloads without waiting on Pagefind
     (the slowest step of a one-page rebuild)."""
+    collecting = gc.isenabled()
+    gc.disable()           # see the module docstring
+    try:
+        return _build(root, out, strict, cache_dir, use_cache, retrain, jobs, defer_search)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _build(root, out, strict, cache_dir, use_cache, retrain, jobs, defer_search):
     t0 = time.perf_counter()
     problems = []
     cache_dir = Path(cache_dir or root / ".build_cache")
