@@ -339,9 +339,12 @@ def highlight_beside(root: Path, memo: dict, jobs):
     the pages are gathered, so the files that import the model are highlighted on a guess
     (measured: 30 of those 37 files were cited, 0.43 s of highlighting that rendering did
     before), in a child of low priority (nice 10) that takes the core this process leaves idle
-    while it reads the content and builds the index; the render waits for it. A wrong guess
-    costs only that idle core, and the memo is keyed on a file's text, so a file read
-    differently would only be highlighted again, never shown wrong."""
+    while it reads the content and builds the index. It is taken only if it is done when the
+    pages are: on a loaded machine it may not be, and waiting for it would make this process
+    wait on work done at low priority; it is stopped, and the render highlights what it
+    needs as before. A wrong guess costs only that idle core, and the memo is keyed on a
+    file's text, so a file read differently would only be highlighted again, never shown
+    wrong."""
     from site_builder import parallel
     from site_builder.render import code_key, highlight_into
     from site_builder.source_index import SourceError, _split_lines, read_source, source_files
@@ -370,10 +373,14 @@ def highlight_beside(root: Path, memo: dict, jobs):
             parallel.start({"highlight tests": lambda: highlight(tests, 10)} if tests else {}))
 
 
-def merge_highlighted(started, memo):
-    """Take what a highlight_beside child highlighted into the memo (a child that failed
-    leaves its files to whoever needs them)."""
+def merge_highlighted(started, memo, wait=True):
+    """Take what a highlight_beside child highlighted into the memo (a child that failed,
+    or with wait=False one still working, is stopped and leaves its files to whoever needs
+    them)."""
     from site_builder import parallel
+    if not wait and not started.sending():
+        started.stop()
+        return
     for outcome in started.wait():
         if outcome.status == "ok":
             parallel.merge_memos([memo], outcome.value)
@@ -428,7 +435,7 @@ def _gather_pages(root, problems, cache, jobs, retrain, input_digests, content, 
     merge_highlighted(model_files, renderer.code_memo)
     model = PageBuilder(root, content, index, renderer, shapes, problems, site_info, cache, results).build(
         keys, jobs, shared_memos(renderer))
-    merge_highlighted(test_files, renderer.code_memo)      # for the source pages of tests/
+    merge_highlighted(test_files, renderer.code_memo, wait=False)     # for the source pages of tests/
     model.example_inputs = list(store.used.values())
     model.examples_cached = sum(1 for _, from_cache in results.values() if from_cache)
     model.examples_run = len(results) - model.examples_cached
