@@ -480,6 +480,7 @@ class SourceIndex:
         self._tested: Optional[dict] = None
         self._memo_callers: dict = {}
         self._memo_fill: dict = {}
+        self._memo_assignments: dict = {}
         self._in_progress: set = set()
         self._cuts = 0                 # cycle guards hit: results computed past one are not memoised
 
@@ -527,8 +528,15 @@ class SourceIndex:
     def assignments(self, qualname: str) -> dict:
         """{local name: [(first line, last line), ...]} of every statement of `qualname` that
         binds it (`=`, `+=`, annotated, a `for` target), in code order; nested functions are
-        not looked into. A reference may cite a local by its name: this is its line."""
+        not looked into. A reference may cite a local by its name: this is its line.
+        (Memoised: a page asks it for every snippet that is a name.)"""
         fn = self._fns[self.function(qualname).qualname]
+        if fn.qualname not in self._memo_assignments:
+            self._memo_assignments[fn.qualname] = self._assignments(fn)
+        return {name: list(places) for name, places in self._memo_assignments[fn.qualname].items()}
+
+    @staticmethod
+    def _assignments(fn) -> dict:
         out = {}
         for stmt, _ in _simple_statements(_body_without_docstring(fn.node)):
             for t in _stmt_targets(stmt):
