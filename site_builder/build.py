@@ -19,9 +19,8 @@ What runs beside what (with 2+ jobs; site_builder/parallel.py forks the children
 model's source files are highlighted in a child while the content and the index are read;
 the pages to gather are shared out by size, one share here and one in a child; the pages
 and source pages to render likewise (each share also scans its pages for the link check and
-the font subset; one of them writes references.json); then Pagefind indexes the rendered
-pages from a folder of their own (SearchBeside) and the math font is subset in a child while
-the links are checked and the site is written. Every share's
+the font subset; one of them writes references.json); the math font is subset in a child
+while the links are checked, the site is written and Pagefind indexes it. Every share's
 results are merged in the order a one-process build makes them, so the output is the same
 bytes with --jobs 1 or any other.
 
@@ -43,7 +42,7 @@ import shutil
 import subprocess
 import time
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import jinja2
 
@@ -612,98 +611,25 @@ def search_index(folder: Path, problems: list, cache=None, bundle_dir: Path = No
     folder/pagefind). A missing binary is a warning (the site works, its search box does
     not); a failing one fails the build. The index is cached on the pages' bytes: unchanged
     pages are not indexed again."""
-    from site_builder.search import index_site, SearchUnavailable, SearchIndexError, BUNDLE
+    from site_builder.search import index_site, SearchUnavailable, SearchIndexError, BUNDLE, options_key
     bundle_dir = bundle_dir or folder / BUNDLE
     pages = sorted(p for p in folder.rglob("*.html") if BUNDLE not in p.relative_to(folder).parts[:1])
-    key = search_key([(p.relative_to(folder).as_posix(), p.read_bytes()) for p in pages])
+    key = digest(options_key(), *[(p.relative_to(folder).as_posix(), p.read_bytes()) for p in pages])
     bundle = cache.get("search", key) if cache else None
     if bundle is not None:
-        write_bundle(bundle, bundle_dir)
+        for rel, data in bundle.items():
+            (bundle_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+            (bundle_dir / rel).write_bytes(data)
         return
     try:
         out = index_site(folder, bundle_dir)
         if cache:
-            cache.put("search", key, read_bundle(out))
-    except (SearchUnavailable, SearchIndexError) as e:
-        search_problem(e, problems)
-
-
-def search_key(pages) -> str:
-    """The search cache's key: Pagefind's version and options, and the pages [(relative
-    path, bytes)] in the order of their paths."""
-    from site_builder.search import options_key
-    return digest(options_key(), *sorted(pages, key=lambda page: PurePosixPath(page[0])))
-
-
-def write_bundle(bundle: dict, folder: Path):
-    for rel, data in bundle.items():
-        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
-        (folder / rel).write_bytes(data)
-
-
-def read_bundle(folder: Path) -> dict:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-def search_problem(e, problems):
-    """A missing Pagefind is a warning; one that failed fails the build."""
-    from site_builder.search import SearchUnavailable
-    if isinstance(e, SearchUnavailable):
+            cache.put("search", key, {p.relative_to(out).as_posix(): p.read_bytes()
+                                      for p in sorted(out.rglob("*")) if p.is_file()})
+    except SearchUnavailable as e:
         problems.append(Problem("site_builder/search.py", 0, str(e), "install the 'site' extra", warning=True))
-    else:
+    except SearchIndexError as e:
         raise BuildFailed([Problem("site_builder/search.py", 0, str(e), "run pagefind by hand on the site to see why")])
-
-
-class SearchBeside:
-    """Pagefind started on the rendered pages (`files`, in their final bytes) before the
-    links are checked and the site is written, so that it indexes while they are (it is the
-    last step of a build, and it parses on one thread: 0.7 s of this site's 2.9 s build).
-
-    The pages are written to a folder of their own beside the output, `.<out>.search-<pid>`
-    (write.remove_stale deletes it if the build dies), at the paths the site gives them:
-    Pagefind reads only the HTML files, so the bundle is the one it would make of the site.
-    `finish(tmp, problems)` moves the bundle into the new tree `tmp`, as search_index would
-    have made it there (the same cache, key, warning and failure); `stop()` kills Pagefind
-    and deletes the folder (a build that fails its checks)."""
-
-    def __init__(self, files: dict, out: Path, cache=None):
-        from site_builder.search import BUNDLE, SearchUnavailable, SearchIndexError, start_indexing
-        pages = [(rel, data) for rel, data in files.items() if rel.endswith(".html") and rel.split("/")[0] != BUNDLE]
-        self.cache, self.key, self.indexing, self.error = cache, search_key(pages), None, None
-        self.bundle = cache.get("search", self.key) if cache else None
-        out = Path(out).resolve()
-        self.folder = out.parent / f".{out.name}.search-{os.getpid()}"
-        if self.bundle is not None:
-            return
-        shutil.rmtree(self.folder, ignore_errors=True)
-        for rel, data in pages:
-            (self.folder / "site" / rel).parent.mkdir(parents=True, exist_ok=True)
-            (self.folder / "site" / rel).write_bytes(data)
-        try:
-            self.indexing = start_indexing(self.folder / "site", self.folder / BUNDLE)
-        except (SearchUnavailable, SearchIndexError) as e:
-            self.error = e
-
-    def finish(self, tmp: Path, problems: list):
-        from site_builder.search import BUNDLE, SearchUnavailable, SearchIndexError
-        try:
-            if self.bundle is not None:
-                write_bundle(self.bundle, tmp / BUNDLE)
-                return
-            if self.error is not None:
-                raise self.error
-            os.rename(self.indexing.finish(), tmp / BUNDLE)
-            if self.cache:
-                self.cache.put("search", self.key, read_bundle(tmp / BUNDLE))
-        except (SearchUnavailable, SearchIndexError) as e:
-            search_problem(e, problems)
-        finally:
-            self.stop()
-
-    def stop(self):
-        if self.indexing is not None:
-            self.indexing.stop()
-        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def carry_search_bundle(out: Path, tmp: Path):
@@ -809,24 +735,13 @@ def _check_and_write(root, out, strict, problems, files, origin, fonts, index, m
                      start_key, defer_search, t0):
     """The rest of build: check links, fail or write the site with its search index and the
     font subsets, record the stamp."""
-    from site_builder.search import BUNDLE
-    deferred = defer_search and (out / BUNDLE).is_dir()
-    search = SearchBeside(files, out, cache) if not deferred else None
-    try:
-        return _check_and_write_beside(root, out, strict, problems, files, origin, fonts, index, model, cache, memos,
-                                       cache_dir, start_key, deferred, search, t0)
-    finally:
-        if search is not None:
-            search.stop()
-
-
-def _check_and_write_beside(root, out, strict, problems, files, origin, fonts, index, model, cache, memos, cache_dir,
-                            start_key, deferred, search, t0):
     check_links(files, origin, problems)
     strict_checks(index, model, problems)
     failing = [p for p in problems if not p.warning and (strict or not p.strict)]
     if failing:
         raise BuildFailed(failing)
+    from site_builder.search import BUNDLE
+    deferred = defer_search and (out / BUNDLE).is_dir()
     warnings = [p for p in problems if p.warning or (p.strict and not strict)]
     result = BuildResult(pages=len(model.pages) + 1, source_pages=sum(1 for f in files if f.startswith("source/")),
                          references=len(model.references), examples_run=model.examples_run,
@@ -837,7 +752,7 @@ def _check_and_write_beside(root, out, strict, problems, files, origin, fonts, i
         if deferred:
             carry_search_bundle(out, tmp)
         else:
-            search.finish(tmp, problems)             # Pagefind, while the fonts are subset
+            search_index(tmp, problems, cache)         # Pagefind, while the fonts are subset
         for rel, data in fonts.result().items():
             (tmp / rel).write_bytes(data)
 

@@ -40,14 +40,7 @@ Trade-offs:
   same pages give byte-identical bundles, and file names carry content hashes), so two builds
   of one commit stay byte-identical with the index included. `--force-language en` keeps the
   language from being guessed.
-- Indexing takes well under a second for this site (0.7 s of one core for its 60 pages,
-  6 MB of HTML, measured with Pagefind 1.5.2: it parses on one thread), but it is the last
-  step of a build: it needs every page in its final bytes. A build therefore starts it on
-  the pages as soon as they are rendered, in a folder of their own beside the output,
-  and moves the bundle into the new site when it writes it (site_builder/build.py:
-  search_beside); meanwhile the links are checked, the fonts subset and the site written.
-  Pagefind reads only the HTML files, and it gets the same files at the same paths, so the
-  bundle is the same bytes. It runs on every build, `serve` included.
+- Indexing takes well under a second for this site; it runs on every build, `serve` included.
 """
 from __future__ import annotations
 
@@ -103,46 +96,23 @@ def index_site(folder: Path, bundle: Path = None) -> Path:
     """Index the built site in `folder`; returns the bundle folder (`bundle`, by default
     `folder/pagefind`; the bundle holds no path of its own, so it can be written aside and
     moved into place)."""
-    return start_indexing(folder, bundle).finish()
-
-
-class Indexing:
-    """Pagefind running on a folder of pages: `finish()` waits for it and returns the bundle
-    folder (SearchIndexError if it failed); `stop()` kills it."""
-
-    def __init__(self, folder: Path, bundle: Path):
-        self.folder, self.bundle = folder, bundle
-        self.exe = pagefind_executable()
-        cmd = [str(self.exe), "--site", str(folder), "--output-path", str(bundle.resolve()), "--force-language", "en",
-               "--exclude-selectors", EXCLUDE, "--silent"]
-        try:
-            # dies with the build: a SIGKILLed build left pagefind running on its temporary folder
-            self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                         preexec_fn=functools.partial(die_with_parent, os.getpid()))
-        except OSError as e:
-            raise SearchIndexError(f"could not run {self.exe}: {e}") from e
-
-    def finish(self) -> Path:
-        try:
-            stdout, stderr = self.proc.communicate(timeout=TIMEOUT_SECONDS)
-        except subprocess.TimeoutExpired as e:
-            self.stop()
-            raise SearchIndexError(f"pagefind took over {TIMEOUT_SECONDS} s indexing {self.folder}") from e
-        if self.proc.returncode != 0 or not (self.bundle / "pagefind.js").is_file():
-            message = (stderr or stdout).strip() or f"exit status {self.proc.returncode}"
-            raise SearchIndexError(f"pagefind failed: {message}")
-        for name in UNUSED:
-            (self.bundle / name).unlink(missing_ok=True)
-        shutil.rmtree(self.bundle / "playground", ignore_errors=True)
-        return self.bundle
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.communicate()
-
-
-def start_indexing(folder: Path, bundle: Path = None) -> Indexing:
-    """Start Pagefind on the pages in `folder` (bundle: as for index_site) and return at once."""
     folder = Path(folder)
-    return Indexing(folder, Path(bundle) if bundle else folder / BUNDLE)
+    bundle = Path(bundle) if bundle else folder / BUNDLE
+    exe = pagefind_executable()
+    cmd = [str(exe), "--site", str(folder), "--output-path", str(bundle.resolve()), "--force-language", "en",
+           "--exclude-selectors", EXCLUDE, "--silent"]
+    try:
+        # dies with the build: a SIGKILLed build left pagefind running on its temporary folder
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_SECONDS,
+                              preexec_fn=functools.partial(die_with_parent, os.getpid()))
+    except subprocess.TimeoutExpired as e:
+        raise SearchIndexError(f"pagefind took over {TIMEOUT_SECONDS} s indexing {folder}") from e
+    except OSError as e:
+        raise SearchIndexError(f"could not run {exe}: {e}") from e
+    if proc.returncode != 0 or not (bundle / "pagefind.js").is_file():
+        message = (proc.stderr or proc.stdout).strip() or f"exit status {proc.returncode}"
+        raise SearchIndexError(f"pagefind failed: {message}")
+    for name in UNUSED:
+        (bundle / name).unlink(missing_ok=True)
+    shutil.rmtree(bundle / "playground", ignore_errors=True)
+    return bundle
