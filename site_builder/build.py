@@ -18,7 +18,8 @@ not read them.
 What runs beside what (with 2+ jobs; site_builder/parallel.py forks the children): the
 model's source files are highlighted in a child while the content and the index are read,
 and the test files the source pages will likely show in a low-priority child that takes the
-core left idle then (highlight_beside); the pages to gather are shared out by size, one share here and one in a child; the pages
+core this process leaves idle meanwhile (highlight_beside);
+the pages to gather are shared out by size, one share here and one in a child; the pages
 and source pages to render likewise (each share also scans its pages for the link check and
 the font subset; one of them writes references.json); the math font is subset in a child
 while the links are checked, the site is written and Pagefind indexes it. Every share's
