@@ -411,7 +411,6 @@ def _gather(root, problems, cache, jobs, retrain, input_digests, code_memo, high
 def _gather_pages(root, problems, cache, jobs, retrain, input_digests, content, index, store, shapes, site_info,
                   renderer, highlighting):
     """gather, once the content, index and shapes are there: the examples and the pages."""
-    from site_builder import parallel
     from site_builder.example_runner import run_examples
     requests = example_requests(root, content)
     # --retrain: the runs train again, and every example that reads them runs again.
