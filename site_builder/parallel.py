@@ -68,18 +68,28 @@ class Started:
     def wait(self):
         try:
             while self.running:
-                for key, _ in self.selector.select(timeout=0.05):
-                    child = self.running[key.fd]
-                    chunk = os.read(key.fd, 1 << 20)
-                    if chunk:
-                        child.data += chunk
-                    else:
-                        outcome = worker._finish(child, self.running, self.selector)
-                        self.outcomes[outcome.name] = outcome
+                self._collect(timeout=0.05)
                 worker._enforce_deadlines(self.running)
         finally:
             self.stop()
         return [self.outcomes.get(c.name) or Outcome(c.name, "died", detail="stopped") for c in self.calls]
+
+    def sending(self) -> bool:
+        """Without waiting: has every child finished its work (it has begun to send its
+        result, or has ended)? Then `wait` only reads what they send."""
+        if self.selector is not None and self.running:
+            self._collect(timeout=0)
+        return all(child.data for child in self.running.values())
+
+    def _collect(self, timeout):
+        for key, _ in self.selector.select(timeout=timeout):
+            child = self.running[key.fd]
+            chunk = os.read(key.fd, 1 << 20)
+            if chunk:
+                child.data += chunk
+            else:
+                outcome = worker._finish(child, self.running, self.selector)
+                self.outcomes[outcome.name] = outcome
 
     def stop(self):
         """Kill the children still running (an exception, Ctrl-C in the builder)."""

@@ -265,14 +265,16 @@ def _module_defs(body) -> Iterator[ast.stmt]:
 
 def _children(node: ast.AST) -> list:
     """ast.iter_child_nodes(node) as a list, without its two generators (the index walks
-    every function's tree; this was a fifth of building it)."""
+    every function's tree; this was a fifth of building it), and without the Load/Store/Del
+    markers every name carries (a quarter of the nodes, and nothing here looks for them;
+    `n.ctx` is still there to read)."""
     out = []
     for name in node._fields:
         value = getattr(node, name, None)
-        if isinstance(value, ast.AST):
-            out.append(value)
-        elif isinstance(value, list):
+        if isinstance(value, list):
             out += [v for v in value if isinstance(v, ast.AST)]
+        elif isinstance(value, ast.AST) and not isinstance(value, ast.expr_context):
+            out.append(value)
     return out
 
 
@@ -289,6 +291,26 @@ def _walk_scope(node: ast.AST, into_nested: bool = True) -> Iterator[ast.AST]:
 def _walk_stmt(stmt: ast.AST) -> Iterator[ast.AST]:
     yield stmt
     yield from _walk_scope(stmt)
+
+
+def _preorder(roots) -> list:
+    """The nodes of the trees `roots`, each root then its descendants, depth first: what
+    _walk_stmt yields for each root, as one list (one loop, no generators: analysing every
+    function walks the whole repository's trees once, and that walk was half of it)."""
+    out, stack = [], list(roots)[::-1]
+    node_type, context = ast.AST, ast.expr_context
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        kids = []
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                kids += [v for v in value if isinstance(v, node_type)]
+            elif isinstance(value, node_type) and not isinstance(value, context):
+                kids.append(value)
+        stack += kids[::-1]
+    return out
 
 
 def _simple_statements(body, within=()) -> Iterator[tuple]:
@@ -458,6 +480,7 @@ class SourceIndex:
         self._tested: Optional[dict] = None
         self._memo_callers: dict = {}
         self._memo_fill: dict = {}
+        self._memo_assignments: dict = {}
         self._in_progress: set = set()
         self._cuts = 0                 # cycle guards hit: results computed past one are not memoised
 
@@ -505,8 +528,15 @@ class SourceIndex:
     def assignments(self, qualname: str) -> dict:
         """{local name: [(first line, last line), ...]} of every statement of `qualname` that
         binds it (`=`, `+=`, annotated, a `for` target), in code order; nested functions are
-        not looked into. A reference may cite a local by its name: this is its line."""
+        not looked into. A reference may cite a local by its name: this is its line.
+        (Memoised: a page asks it for every snippet that is a name.)"""
         fn = self._fns[self.function(qualname).qualname]
+        if fn.qualname not in self._memo_assignments:
+            self._memo_assignments[fn.qualname] = self._assignments(fn)
+        return {name: list(places) for name, places in self._memo_assignments[fn.qualname].items()}
+
+    @staticmethod
+    def _assignments(fn) -> dict:
         out = {}
         for stmt, _ in _simple_statements(_body_without_docstring(fn.node)):
             for t in _stmt_targets(stmt):
@@ -1142,7 +1172,7 @@ class SourceIndex:
 
     def _analyse(self, fn: _Fn) -> FunctionInfo:
         node, mod = fn.node, fn.module
-        body_nodes = [n for stmt in node.body for n in _walk_stmt(stmt)]
+        body_nodes = _preorder(node.body)
         self._build_scope(fn, body_nodes)
         fn.sites = {}
         lines = mod.lines
@@ -1173,8 +1203,7 @@ class SourceIndex:
         calls.sort(key=lambda c: c[:4])
         # references: indexed functions named without being called (also in decorators/defaults)
         refs = []
-        extra = [n for d in node.decorator_list for n in _walk_stmt(d)]
-        extra += [n for d in node.args.defaults + [x for x in node.args.kw_defaults if x] for n in _walk_stmt(d)]
+        extra = _preorder(node.decorator_list + node.args.defaults + [x for x in node.args.kw_defaults if x])
         for n in extra:
             if isinstance(n, ast.Call):
                 chain_inner.add(id(n.func))

@@ -56,6 +56,19 @@ def test_stop_kills_a_child_that_is_still_running():
     assert not alive
 
 
+def test_sending_tells_a_child_still_working_from_one_done_without_waiting():
+    with parallel.start({"sleeps": lambda: time.sleep(60)}) as children:
+        t0 = time.monotonic()
+        assert not children.sending()
+        assert time.monotonic() - t0 < 1
+    done = parallel.start({"big": lambda: "x" * (1 << 20)})     # more than a pipe holds: sent in parts
+    deadline = time.monotonic() + 30
+    while not done.sending() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    [outcome] = done.wait()
+    assert outcome.status == "ok" and outcome.value == "x" * (1 << 20)
+
+
 def test_share_out_balances_by_cost_and_keeps_each_share_in_order():
     costs = {"a": 5, "b": 1, "c": 4, "d": 2, "e": 2}
     shares = share_out(list(costs), costs.get, 2)
