@@ -17,6 +17,12 @@ the inputs one build gives them, and nothing of the builder's own code.
                 (site_builder/mathrender._render), KaTeX's load included
   fontTools     the math-font subset for the glyphs the pages draw (fontsubset.subset_font)
   Pagefind      indexing the built site (site_builder/search.index_site)
+  syntax trees  CPython's own parser (`ast.parse`) on every file the source index reads
+                (model/ and tests/, as source_index.build_index reads them), once each: the
+                line numbers, callers and reaches of every page come from these trees
+
+The site's own work (reading the content, analysing the trees, building the view models,
+running the templates, the link check, writing ~200 files) comes on top and is not timed here.
 
 Each library case runs in a fresh process and reports the CPU time (user + system, its child
 processes included: Pagefind is one) of the calls alone, its imports excluded; the imports
@@ -93,6 +99,11 @@ elif case == "fontTools":
     from site_builder import fontsubset
     import fontTools.subset, fontTools.ttLib
     work = lambda: [fontsubset.subset_font(*call) for call in inputs["font"]]
+elif case == "syntax trees":
+    import ast
+    from site_builder.source_index import read_source, source_files
+    texts = [read_source(".", rel) for package in ("model", "tests") for rel in source_files(".", package)]
+    work = lambda: [ast.parse(text) for text in texts]
 elif case == "Pagefind":
     import tempfile
     from site_builder.search import index_site
@@ -103,7 +114,7 @@ print(json.dumps(dict(cpu=cpu() - start)))
 """
 
 IMPORTS = "import numpy, jinja2, markdown, pygments, yaml, fontTools.subset, quickjs"
-CASES = ("imports", "Pygments", "KaTeX", "fontTools", "Pagefind")
+CASES = ("imports", "Pygments", "KaTeX", "fontTools", "Pagefind", "syntax trees")
 
 
 def record_inputs(work: Path, scratch: Path) -> Path:

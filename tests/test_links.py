@@ -23,8 +23,12 @@ def test_the_simple_reading_equals_the_parser_on_every_page_of_the_site(built_si
         if found is not None:
             read_simply += 1
             assert found == parsed(text), page
-    # the source pages, at least, are the builder's own markup from end to end
-    assert read_simply >= sum(1 for p in pages if "source" in p.relative_to(built_site).parts) > 0
+    # Every page is simple markup today, the concept pages with their authors' Markdown too.
+    # A page that is not had something malformed in it: a summary's quotes once went raw
+    # into <meta name="description" content="...">, ending the attribute early.
+    not_simple = [p.relative_to(built_site).as_posix() for p in pages if links._simple_scan(p.read_text("utf-8")) is None]
+    assert not not_simple, f"not simple markup (an unescaped quote or < in an attribute?): {not_simple}"
+    assert read_simply == len(pages) > 0
 
 
 PAGE = '<!doctype html>\n<html><head><title>T</title><script>let a = 1;</script></head><body>\n{}\n</body></html>'
