@@ -28,6 +28,8 @@ What gets indexed (the templates decide, with Pagefind's data attributes):
   give identical bundles.
 - Math is not indexed (`--exclude-selectors .katex`): KaTeX's MathML holds the raw TeX and its
   HTML is glyph soup, both useless in a result and ugly in an excerpt.
+- Nor are a source page's line numbers (`.ln`): indexed, every number up to a file's length
+  matched every source page, and an excerpt of ops.py read "1. The primitives ... 2. 3. Every".
 
 Trade-offs:
 - Underscores are left out of `--include-characters`: Pagefind then indexes
@@ -59,7 +61,8 @@ UNUSED = ("pagefind-ui.js", "pagefind-ui.css", "pagefind-modular-ui.js", "pagefi
 TIMEOUT_SECONDS = 120
 # Rendered math: its MathML holds the raw TeX and its HTML is glyph soup ("LN1back"); neither
 # helps a search, and both would show in excerpts. Equation names and symbols' code names stay.
-EXCLUDE = ".katex"
+# Source pages' line numbers: words of no use that split every excerpt of code.
+EXCLUDE = (".katex", ".ln")
 
 
 class SearchUnavailable(Exception):
@@ -100,7 +103,7 @@ def index_site(folder: Path, bundle: Path = None) -> Path:
     bundle = Path(bundle) if bundle else folder / BUNDLE
     exe = pagefind_executable()
     cmd = [str(exe), "--site", str(folder), "--output-path", str(bundle.resolve()), "--force-language", "en",
-           "--exclude-selectors", EXCLUDE, "--silent"]
+           "--silent"] + [arg for selector in EXCLUDE for arg in ("--exclude-selectors", selector)]
     try:
         # dies with the build: a SIGKILLed build left pagefind running on its temporary folder
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_SECONDS,

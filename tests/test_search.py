@@ -1,10 +1,16 @@
 """site_builder.search: Pagefind indexes the built site, deterministically, and a missing
 binary is a warning, not a broken build."""
+import gzip
+import json
+import re
 import shutil
+from pathlib import Path
 
 import pytest
 
 from site_builder import search
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def tree(folder):
@@ -18,6 +24,30 @@ def test_the_build_ships_an_index(built_site):
     html = (built_site / "block.html").read_text()
     assert '<code class="fn-name" data-pagefind-weight="10">block_backward</code>' in html
     assert 'data-pagefind-meta="fn-block_backward:block-backward"' in html
+
+
+def fragments(bundle):
+    """{url: the text Pagefind indexed} from a bundle's fragment files (gzip, then a
+    signature, then JSON)."""
+    found = {}
+    for f in (bundle / "fragment").glob("*.pf_fragment"):
+        raw = gzip.decompress(f.read_bytes())
+        page = json.loads(raw[raw.index(b"{"):])
+        found[page["url"]] = page["content"]
+    return found
+
+
+def test_source_pages_are_indexed_without_their_line_numbers(built_site):
+    texts = fragments(built_site / "pagefind")
+    sources = {url: text for url, text in texts.items() if url.startswith("/source/")}
+    assert "/source/model/ops.py.html" in sources
+    # the first line of ops.py's docstring is indexed, with no "1." before it
+    first = (ROOT / "model" / "ops.py").read_text().splitlines()[0].strip('"')
+    for url, text in sources.items():
+        # with line numbers, a blank line read "2. 3." between two lines of code
+        assert not re.search(r"(?:^|\s)\d+\. \d+\. ", text), url
+    assert first in sources["/source/model/ops.py.html"]
+    assert "1. " + first[:20] not in sources["/source/model/ops.py.html"]
 
 
 def test_indexing_is_deterministic(built_site, tmp_path):
