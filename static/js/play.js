@@ -4,7 +4,9 @@
 // choice is kept in the URL (?row=2&layer=1), so a link shares the exact view. Under
 // `python3 build_site.py serve` (its /__reload.js is on the page) the free-input fields appear:
 // the serve process validates the value, runs the same example function on it and answers
-// with the body rendered by the same template (site_builder/playground.py).
+// with the body rendered by the same template (site_builder/playground.py). A value typed
+// there and run is kept in the URL too (?prompt=the+cat), and a link with it runs it again
+// under serve; a static host has no code to run, so it says the value is not among the choices.
 (() => {
   "use strict";
   const forms = [...document.querySelectorAll("form.play[data-example]")];
@@ -68,9 +70,18 @@
     }
   }
 
+  const typed = (form) => [...form.querySelectorAll("input[data-free]")].filter((i) => i.value.trim() !== "");
+
   function keepInUrl() {
     const params = new URLSearchParams(location.search);
-    for (const form of forms) for (const s of selects(form)) params.set(s.name, s.value);
+    for (const form of forms) {
+      for (const s of selects(form)) params.set(s.name, s.value);
+      for (const input of form.querySelectorAll("input[data-free]")) {
+        // a typed value stands for its menu's (same name); an emptied one gives the menu back
+        if (input.value.trim() !== "") params.set(input.name, input.value);
+        else if (!form.querySelector(`select[name="${input.name}"]`)) params.delete(input.name);
+      }
+    }
     history.replaceState(history.state, "", `?${params}${location.hash}`);
   }
 
@@ -90,6 +101,7 @@
       if (!r.ok || answer.error) throw new Error(answer.error || `the server answered ${r.status}`);
       swap(form, answer.html);
       say(form, `Recomputed by the real code in ${answer.seconds} s.`);
+      keepInUrl();
     } catch (e) {
       say(form, e.message, true);
     }
@@ -99,20 +111,21 @@
   for (const form of forms) {
     first.set(form, body(form).innerHTML);
     let moved = false;
-    const unknown = [];
+    const unknown = [], matched = new Set();
     for (const s of selects(form)) {
       const want = params.get(s.name);
       // ?temperature=2 picks the choice 2.0: the same number, written another way
       const match = want === null ? null : [...s.options].find((o) => o.value === want ||
         (want.trim() !== "" && !isNaN(Number(want)) && !isNaN(Number(o.value)) && Number(o.value) === Number(want)));
+      const free = form.querySelector(`input[data-free][name="${s.name}"]`);
+      if (match) matched.add(s.name);
       if (match && s.value !== match.value) {
         s.value = match.value;
         moved = true;
-      } else if (want !== null && !match) {
-        unknown.push(`${s.name}=${want}`);
+      } else if (want !== null && !match && !(serve && free && want.trim() !== "")) {
+        unknown.push(`${s.name}=${want}`);   // under serve its free field takes it (below)
       }
       s.addEventListener("change", () => {
-        const free = form.querySelector(`input[name="${s.name}"]`);
         if (free) free.value = "";
         // The same parameter on another example of this page follows (one URL, one value).
         for (const other of forms) {
@@ -124,11 +137,26 @@
         }
         keepInUrl();
         // Under serve, with the reader's own value typed in, a menu reruns the real code on it.
-        if (serve && [...form.querySelectorAll("input[data-free]")].some((i) => i.value.trim() !== "")) mine(form);
+        if (serve && typed(form).length) mine(form);
         else choose(form);
       });
     }
-    if (moved) choose(form);
+    // A typed value in the link (?prompt=...): under serve it is typed in and run below; a
+    // static host cannot run it, and a field with no menu has no choice to fall back to.
+    let wanted = false;
+    for (const input of form.querySelectorAll("input[data-free]")) {
+      const want = params.get(input.name);
+      const menu = form.querySelector(`select[name="${input.name}"]`);
+      if (want === null || want.trim() === "" || matched.has(input.name)) continue;
+      if (serve) {
+        input.value = want;
+        wanted = true;
+      } else if (!menu) {
+        unknown.push(`${input.name}=${want}`);
+      }
+    }
+    if (wanted) mine(form);
+    else if (moved) choose(form);
     if (unknown.length) say(form, `The link asks for ${unknown.join(" and ")}, which ${unknown.length > 1 ? "are" : "is"} not among the choices; the page shows ${selects(form).map((s) => `${s.name}=${s.value}`).join(", ")}.`, true);
     if (serve) {
       for (const label of form.querySelectorAll(".play-free")) label.hidden = false;

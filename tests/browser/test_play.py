@@ -83,9 +83,26 @@ def test_a_typed_prompt_is_recomputed_under_serve(page, play_server):
     assert ex.locator(".example-body svg.heatmap").inner_html() != cells_before, "the heatmap changed"
     assert "text typed by the reader" in ex.locator(".provenance").text_content()
     assert "Recomputed by the real code" in ex.locator(".play-status").text_content()
+    assert "prompt=the+cat+sat+on" in page.url and "head=1" in page.url, "the typed value is kept in the URL"
     free.fill("naïve €")
     ex.get_by_role("button", name="Run on my input").click()
     page.wait_for_function("(el) => el.querySelector('.play-status').textContent.includes('never seen')",
                            arg=ex.element_handle(), timeout=60000)
     assert "'€'" in ex.locator(".play-status").text_content()
     assert "the cat sat on" in heatmap_label(ex), "a refused input leaves the last result"
+
+
+def test_a_link_with_a_typed_prompt_runs_it_under_serve(page, play_server):
+    page.goto(play_server.url + "attention.html?head=1&prompt=to+be+or")
+    ex = example_with(page, "head")
+    page.wait_for_function("(el) => el.querySelector('svg.heatmap').getAttribute('aria-label').includes('to be or')",
+                           arg=ex.element_handle(), timeout=60000)
+    assert ex.locator('input[name="prompt"]').input_value() == "to be or"
+    assert "head 1" in heatmap_label(ex)
+    assert "Recomputed by the real code" in ex.locator(".play-status").text_content()
+
+
+def test_a_typed_prompt_in_a_link_is_said_on_the_static_site(page, site_url):
+    page.goto(site_url + "attention.html?prompt=to+be+or")
+    status = example_with(page, "head").locator(".play-status")
+    assert "prompt=to be or, which is not among the choices" in status.text_content()
