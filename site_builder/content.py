@@ -89,9 +89,17 @@ def _parse_yaml(text, file, offset):
     try:
         return yaml.load(text, Loader=_loader(file, offset)), None
     except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
+        # A token left open (an unclosed quote) is where it was opened, not where the scanner
+        # gave up on it (often the end of the front matter).
+        context = e.context or ""          # libyaml: "while parsing a quoted scalar"
+        scanning = e.context_mark is not None and ("quoted scalar" in context or context.startswith("while scanning"))
+        mark = e.context_mark if scanning else e.problem_mark or e.context_mark
         line = mark.line + 1 + offset if mark else offset + 1
-        return None, Problem(file, line, f"malformed YAML: {e.problem or e.context}",
+        what = e.problem or e.context
+        if scanning and e.problem:
+            what += (", in the quoted string that starts on this line" if "quoted scalar" in context
+                     else f", {context} that starts on this line")
+        return None, Problem(file, line, f"malformed YAML: {what}",
                              "check the indentation and quoting on that line")
     except yaml.YAMLError as e:
         return None, Problem(file, offset + 1, f"malformed YAML: {e}")

@@ -54,9 +54,21 @@ def make_environment(root: Path, bytecode_dir: Path = None) -> Environment:
                           keep_trailing_newline=True,
                           bytecode_cache=FileSystemBytecodeCache(str(bytecode_dir)) if bytecode_dir else None)
         env.filters["role_label"] = lambda role: ROLE_LABELS[role]
+        env.filters["plain_text"] = plain_text
         env.globals["build_command"] = COMMAND
         _ENVIRONMENTS[key] = env
     return _ENVIRONMENTS[key]
+
+
+# Elements whose content a reader does not see as text: a math's TeX source (KaTeX's
+# <annotation>), and scripts or styles an author's Markdown passed through.
+UNSEEN_CONTENT = re.compile(r"<(annotation|script|style)\b[^>]*>.*?</\1\s*>", re.S | re.I)
+
+
+def plain_text(fragment) -> str:
+    """The text a reader sees in an HTML fragment, for an attribute (a page's meta
+    description): tags stripped, entities decoded, and no TeX source beside the math."""
+    return Markup(UNSEEN_CONTENT.sub("", str(fragment))).striptags()
 
 
 def source_url(file):

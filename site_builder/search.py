@@ -28,7 +28,8 @@ What gets indexed (the templates decide, with Pagefind's data attributes):
   give identical bundles.
 - Math is not indexed (`--exclude-selectors .katex`): KaTeX's MathML holds the raw TeX and its
   HTML is glyph soup, both useless in a result and ugly in an excerpt.
-- Nor are a source page's line numbers (`.ln`): indexed, every number up to a file's length
+- Nor are buttons (an equation's "Copy link" read in excerpts of the text beside it), nor a
+  source page's line numbers (`.ln`): indexed, every number up to a file's length
   matched every source page, and an excerpt of ops.py read "1. The primitives ... 2. 3. Every".
 
 Trade-offs:
@@ -61,8 +62,9 @@ UNUSED = ("pagefind-ui.js", "pagefind-ui.css", "pagefind-modular-ui.js", "pagefi
 TIMEOUT_SECONDS = 120
 # Rendered math: its MathML holds the raw TeX and its HTML is glyph soup ("LN1back"); neither
 # helps a search, and both would show in excerpts. Equation names and symbols' code names stay.
-# Source pages' line numbers: words of no use that split every excerpt of code.
-EXCLUDE = (".katex", ".ln")
+# Source pages' line numbers: words of no use that split every excerpt of code. Buttons (an
+# equation's "Copy link"): their label is not the page's text, but was in every excerpt near one.
+EXCLUDE = (".katex", ".ln", "button")
 
 
 class SearchUnavailable(Exception):

@@ -89,6 +89,12 @@ def test_malformed_yaml(mini):
     assert line.startswith("content/pages/mini.md:")
 
 
+def test_an_unclosed_quote_is_reported_where_it_opens(mini):
+    # YAML gives up on the string lines later (here, where the front matter ends)
+    line = only(problems_of(mini, PAGE.replace("    why: Tests", '    why: "Tests')), "malformed YAML")
+    assert line.startswith("content/pages/mini.md:8:") and "in the quoted string that starts on this line" in line
+
+
 def test_unknown_key_suggests_the_close_one(mini):
     line = only(problems_of(mini, PAGE.replace("    why:", "    whyy:")), "unknown key 'whyy'")
     assert line.startswith("content/pages/mini.md:8:") and "did you mean 'why'" in line

@@ -117,3 +117,16 @@ def test_math_font_is_shipped_and_referenced_by_the_stylesheet():
     assert "vendor/latinmodern-math/latinmodern-math.woff2" in urls
     assert all((root / u).is_file() for u in urls)
     assert (root / "vendor/latinmodern-math/latinmodern-math.woff2").read_bytes()[:4] == b"wOF2"
+
+
+def test_a_meta_description_with_math_reads_as_the_math_is_seen():
+    # base.html puts a page's rendered summary into <meta name="description"> through
+    # render.plain_text: the TeX source KaTeX keeps in <annotation> must not follow the math
+    from markupsafe import Markup
+    from site_builder.render import plain_text
+    summary = Markup("The rate scaled by " + render_tex(r"d_{\text{model}}^{-1/2}", display=False)
+                     + ', "quoted" <script>alert(2)</script>&amp; done.')
+    assert "<annotation" in summary
+    text = plain_text(summary)
+    assert "\\text" not in text and "{" not in text and "alert" not in text
+    assert text.startswith("The rate scaled by dmodel") and text.endswith(', "quoted" & done.')

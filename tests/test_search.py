@@ -50,6 +50,12 @@ def test_source_pages_are_indexed_without_their_line_numbers(built_site):
     assert "1. " + first[:20] not in sources["/source/model/ops.py.html"]
 
 
+def test_button_labels_are_not_indexed(built_site):
+    assert 'class="copy-link"' in (built_site / "block.html").read_text()
+    for url, text in fragments(built_site / "pagefind").items():
+        assert "Copy link" not in text, url
+
+
 def test_indexing_is_deterministic(built_site, tmp_path):
     pytest.importorskip("pagefind_bin")
     copies = []
