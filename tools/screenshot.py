@@ -1,12 +1,19 @@
 #!/usr/bin/env python3
 """Screenshot built pages in Debian's Chromium, for looking at what the build produced.
 
-  python tools/screenshot.py site/block.html out.png [--width 1280] [--dark] [--full]
+  python3 tools/screenshot.py site/block.html out.png [--width 1280] [--height 900] [--dark] [--full] [--anchor ID]
+
+Needs Playwright, which the `test` extra installs (`python3 -m pip install -e ".[test]"`), and
+Chromium at /usr/bin/chromium (Debian's `chromium` package).
 """
 import argparse
+import sys
 from pathlib import Path
 
-from playwright.sync_api import sync_playwright
+try:
+    from playwright.sync_api import sync_playwright
+except ImportError:
+    sys.exit('tools/screenshot.py needs Playwright: python3 -m pip install -e ".[test]"')
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
