@@ -519,7 +519,11 @@ class SourceIndex:
             if sugg:
                 return msg + f"; did you mean {' or '.join(sugg)}?"
             return msg + f"; indexed modules: {', '.join(sorted(self.modules))}"
-        close = difflib.get_close_matches(qualname, list(self.functions), n=1, cutoff=0.6)
+        # Within a known module, the names are compared without it: whole qualnames share the
+        # module's prefix, which made any name "close" (model.ops.nope -> model.ops.row_max).
+        prefix = ".".join(parts[:known]) + "." if known else ""
+        names = [q[len(prefix):] for q in self.functions if q.startswith(prefix)]
+        close = [prefix + c for c in difflib.get_close_matches(qualname[len(prefix):], names, n=1, cutoff=0.6)]
         same_name = [q for q in self.functions if q.rsplit(".", 1)[-1] == parts[-1] and q not in close]
         sugg = (close + same_name)[:3] if same_name else close
         msg = f"no function {qualname}"

@@ -322,6 +322,10 @@ def test_unknown_function_suggests_close_names(ix):
     with pytest.raises(NotIndexed) as info:
         ix.function("model.cor.helper")
     assert "no module model.cor" in str(info.value) and "model.core.helper" in str(info.value)
+    # a name like none of the module's is not "close" for sharing the module's prefix
+    with pytest.raises(KeyError) as info:
+        ix.function("model.core.zzz")
+    assert str(info.value) == "no function model.core.zzz"
 
 
 def test_function_at(ix):
