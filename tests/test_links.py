@@ -72,3 +72,33 @@ def test_simple_markup_is_read_as_the_parser_reads_it(body):
     found = links._simple_scan(PAGE.format(body))
     assert found is not None
     assert found == parsed(PAGE.format(body))
+
+
+# -- where a broken link is reported, without building a site ---------------------------------
+
+def broken_links(tmp_path, body, head="---\ntitle: T\n---\n"):
+    """The link check's problems for one page whose body (from the file's line after `head`) is
+    rendered by the builder's Markdown: [(line, message)]."""
+    from site_builder.render import Renderer
+    (tmp_path / "p.md").write_text(head + body, encoding="utf-8")
+    body_line = head.count("\n") + 1
+    html = Renderer(tmp_path, None, []).md(body, "p.md", body_line, check_numbers=False)
+    problems = []
+    links.check_links({"p.html": PAGE.format(html).encode()}, {"p.html": "p.md"}, problems)
+    return [(p.line, p.message) for p in problems]
+
+
+def line_number(text, needle, head="---\ntitle: T\n---\n"):
+    return (head + text).splitlines().index(next(l for l in (head + text).splitlines() if needle in l)) + 1
+
+
+def test_the_same_broken_link_twice_is_two_problems_at_their_own_lines_not_at_a_code_span(tmp_path):
+    body = "Intro.\n\nSee `nope30.html` here.\n\n[x](nope30.html)\n\n[y](nope30.html)\n"
+    found = broken_links(tmp_path, body)
+    assert [line for line, _ in found] == [line_number(body, "[x]"), line_number(body, "[y]")], found
+    assert all("'nope30.html'" in message for _, message in found)
+
+
+def test_a_link_written_with_a_character_reference_is_found_where_it_was_written(tmp_path):
+    body = "Intro.\n\nMore.\n\n<a href=\"&#110;ope8.html\">n</a>\n"
+    assert [line for line, _ in broken_links(tmp_path, body)] == [line_number(body, "&#110;ope8")]
