@@ -188,9 +188,13 @@ def where(path, origin, data_origin, anchor):
     return origin.get(path, path), 1, f" (made by the template, after #{anchor})" if anchor else " (made by the template)"
 
 
-def check_links(files, origin, problems):
-    """origin: path -> the content file it was built from, so the report points at a source."""
+def check_links(files, origin, problems, unread=frozenset()):
+    """origin: path -> the content file it was built from, so the report points at a source.
+    unread: paths the build produces that are not in `files` (check --page renders only its
+    pages): a link to one is whole, whatever its #fragment. Returns how many internal links
+    were checked."""
     ids, links = scan(files)
+    checked = 0
     for path in sorted(links):
         bad = set()
         path_dir = posixpath.dirname(path)
@@ -199,7 +203,8 @@ def check_links(files, origin, problems):
             if target is None:
                 continue
             target = target or path
-            if target not in files and not target.startswith("pagefind/"):
+            checked += 1
+            if target not in files and target not in unread and not target.startswith("pagefind/"):
                 message = f"'{link}' points at {target}, which the build does not produce"
             elif target in ids and not fragment_ok(fragment, ids[target]):
                 message = f"'{link}': {target} has no anchor '#{fragment}'"
@@ -210,3 +215,4 @@ def check_links(files, origin, problems):
         for file, line, message in sorted(bad):
             problems.append(Problem(file, line, f"broken link in {path}: {message}",
                                     "fix the reference, or the anchor it points at", strict=True))
+    return checked
