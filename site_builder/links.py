@@ -171,6 +171,9 @@ def _target(path_dir, link):
 
 
 def fragment_ok(fragment, ids):
+    """Whether #fragment names an anchor of a page with these ids. A browser percent-decodes
+    the fragment (UTF-8) before it looks for the id: #caf%C3%A9 reaches id="café"."""
+    fragment = unquote(fragment) if "%" in fragment and fragment not in ids else fragment
     if not fragment or fragment in ids:
         return True
     m = RANGE_RE.match(fragment)

@@ -102,3 +102,16 @@ def test_the_same_broken_link_twice_is_two_problems_at_their_own_lines_not_at_a_
 def test_a_link_written_with_a_character_reference_is_found_where_it_was_written(tmp_path):
     body = "Intro.\n\nMore.\n\n<a href=\"&#110;ope8.html\">n</a>\n"
     assert [line for line, _ in broken_links(tmp_path, body)] == [line_number(body, "&#110;ope8")]
+
+
+def page_problems(body):
+    """The link check's messages for one page, p.html, with this body."""
+    problems = []
+    links.check_links({"p.html": PAGE.format(body).encode()}, {"p.html": "p.md"}, problems)
+    return [p.message for p in problems]
+
+
+def test_a_fragment_is_percent_decoded_as_a_browser_decodes_it():
+    assert page_problems('<span id="café">c</span><span id="a b">s</span><span id="100%">p</span>'
+                         '<a href="#caf%C3%A9">pc</a><a href="#a%20b">sp</a><a href="#café">raw</a><a href="#100%">p</a>') == []
+    assert len(page_problems('<span id="café">c</span><a href="#caf%C3%A8">other</a><a href="#caf%E9">latin-1</a>')) == 2
