@@ -46,7 +46,8 @@ from site_builder.problems import Problem
 RANGE_RE = re.compile(r"^L(\d+)-L(\d+)$")
 LINE_ID_RE = re.compile(r"^L(\d+)$")
 ORIGIN_RE = re.compile(r"^(?P<file>.+):(?P<line>\d+)$")
-LINK_ATTRIBUTES = ("href", "src", "xlink:href")
+LINK_ATTRIBUTES = ("href", "src", "xlink:href", "action", "formaction")     # and srcset's URLs
+SRCSET_CANDIDATE = re.compile(r'[ \t\n\r\f,]*([^ \t\n\r\f]*)(?:(?<=,)|(?:[^,(]|\([^)]*\)?)*)')
 RAW_TEXT = "script|style|textarea|title|xmp|plaintext|noscript|iframe|noembed|noframes"
 INERT_TAGS = re.compile(r'</(?!(?:%s)\b)[a-zA-Z][\w-]*\s*>|<(?!(?:%s)\b)[a-zA-Z][\w-]*(?:\s+class="[^"<>]*")?\s*>'
                         % (RAW_TEXT, RAW_TEXT), re.I)
@@ -74,6 +75,22 @@ class _Scanner(HTMLParser):
         for name, value in attrs:
             if name in LINK_ATTRIBUTES and value is not None:
                 self.links.append((value.strip(), origin, self.anchor))
+            elif name == "srcset" and value is not None:
+                self.links += [(url, origin, self.anchor) for url in srcset_urls(value)]
+
+
+def srcset_urls(srcset):
+    """The URLs of a srcset's candidates (`a.png 1x, b.png 2x`), split as the HTML standard
+    splits them: a URL runs to whitespace (a trailing comma ends the candidate), then its
+    descriptors run to a comma outside parentheses."""
+    urls, at = [], 0
+    while at < len(srcset):
+        m = SRCSET_CANDIDATE.match(srcset, at)
+        if not m[1]:
+            break
+        urls.append(m[1].rstrip(","))
+        at = m.end()
+    return [u for u in urls if u]
 
 
 WS = "[ \t\n\r\f]"       # what html.parser separates with (\\s would also take \\xa0, a name's character to it)
@@ -86,7 +103,7 @@ RAW_ELEMENT = re.compile(r'<([a-zA-Z][\w-]*)%s%s*>[^<]*</([a-zA-Z][\w-]*)%s*>' %
 START_TAG = re.compile(r'<([a-zA-Z][\w-]*)(%s)%s*/?>' % (ATTRS, WS))
 # Where a start tag that may carry an id or a link begins (a look-alike inside an attribute's
 # value brings its tag here too; its attributes, read properly, then give nothing).
-LINKED_TAG = re.compile(r'<[a-zA-Z][^<>]*?%s(?:id|name|href|src|xlink:href|data-origin)="' % WS, re.I)
+LINKED_TAG = re.compile(r'<[a-zA-Z][^<>]*?%s(?:id|name|href|src|srcset|xlink:href|action|formaction|data-origin)="' % WS, re.I)
 
 
 def _simple_scan(text: str):

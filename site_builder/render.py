@@ -25,6 +25,7 @@ from pygments.lexers import PythonLexer
 from site_builder import COMMAND
 from site_builder.cache import digest
 from site_builder.mathrender import render_tex, TexError
+from site_builder.links import LINK_ATTRIBUTES, srcset_urls
 from site_builder.problems import Problem
 from site_builder.resolve import resolve_snippet, resolve_function, ResolveError
 from site_builder import prose
@@ -273,11 +274,11 @@ class Renderer:
         return self.line_of(file, line, url), after
 
     def mark_origins(self, fragment, file, line):
-        """Give every tag of a rendered Markdown fragment that links somewhere (href, src) a
+        """Give every tag of a rendered Markdown fragment that links somewhere (href, src, srcset, action) a
         `data-origin="file:line"`: the content line that wrote it. site_builder/links.py reads
         it to report a broken link at that line. Tags are found with html.parser, so an
         author's own HTML (`<a href=nope.html>`) is marked too."""
-        if "href" not in fragment and "src" not in fragment:
+        if "href" not in fragment and "src" not in fragment and "action" not in fragment:
             return fragment
         finder = _LinkTags()
         finder.feed(fragment)
@@ -368,8 +369,9 @@ class _LinkTags(HTMLParser):
 
     def handle_starttag(self, tag, attrs):
         names = [name for name, _ in attrs]
-        name, url = next(((name, value) for name, value in attrs if name in ("href", "src", "xlink:href") and value),
-                         (None, None))
+        name, url = next(((name, value) for name, value in attrs if name in LINK_ATTRIBUTES and value),
+                         next((("srcset", urls[0]) for name, value in attrs if name == "srcset"
+                               for urls in [srcset_urls(value or "")] if urls), (None, None)))
         if url is not None and "data-origin" not in names and tag != "base":
             raw = self.get_starttag_text() or ""
             m = re.match(r"<\s*([^\s/>]+)", raw)

@@ -58,6 +58,7 @@ SIMPLE = [
     '<details open><summary>bare attribute</summary><a href="d.html" hidden>d</a></details>',
     '<base href="/elsewhere/"><img src="i.png" alt="">',
     '<tr id="L1"><td class="ln">1</td><td class="code"><span class="k">def</span></td></tr>',
+    '<img srcset="a.png 1x, b.png 2x" alt=""><form action="f.html"><button formaction="g.html">g</button></form>',
 ]
 
 
@@ -115,3 +116,12 @@ def test_a_fragment_is_percent_decoded_as_a_browser_decodes_it():
     assert page_problems('<span id="café">c</span><span id="a b">s</span><span id="100%">p</span>'
                          '<a href="#caf%C3%A9">pc</a><a href="#a%20b">sp</a><a href="#café">raw</a><a href="#100%">p</a>') == []
     assert len(page_problems('<span id="café">c</span><a href="#caf%C3%A8">other</a><a href="#caf%E9">latin-1</a>')) == 2
+
+
+def test_srcset_candidates_and_form_actions_are_checked(tmp_path):
+    found = page_problems('<img src="ok.png" srcset="nope20.png 2x, nope22.png (a, b) 3x,nope23.png" alt="">'
+                          '<form action="nope21.html"><button formaction="nope24.html">go</button></form>')
+    assert sorted(m.split("'")[1] for m in found) == ["nope20.png", "nope21.html", "nope22.png", "nope23.png", "nope24.html", "ok.png"]
+    # written in a page's Markdown, each is found at its own line
+    body = "Intro.\n\n<img srcset=\"nope20.png 2x\" alt=\"\">\n\n<form action=\"nope21.html\"></form>\n"
+    assert [line for line, _ in broken_links(tmp_path, body)] == [line_number(body, "nope20"), line_number(body, "nope21")]
