@@ -17,7 +17,8 @@ from site_builder import COMMAND  # noqa: E402  (the package's __init__ only: no
 USAGE = [("[--out DIR]", "build into site/ (or DIR)"),
          ("check [--out DIR]", "build strictly: every problem listed, exit 1 if any"),
          ("serve [--port N]", "serve on 127.0.0.1 and rebuild on change"),
-         ("check --page SLUG", "check only these pages (repeat --page); writes nothing"),
+         ("check --page SLUG", "check only these pages (repeat --page), their links too, but an anchor of "
+                               "another page only by the full check; writes nothing"),
          ("new-concept model.ops.gelu_forward --page model [--after model-relu]",
           "write a concept section that needs only prose and TeX")]
 
@@ -108,17 +109,23 @@ def check_pages_command(args):
     """check --page: one page's problems, in seconds, without building the site."""
     import time
     t0 = time.perf_counter()
-    from site_builder.build import check_pages
-    failing, warnings, counts = check_pages(ROOT, list(dict.fromkeys(args.page)), args.cache_dir, args.jobs)
+    from site_builder.build import UnknownPages, check_pages
+    slugs = list(dict.fromkeys(args.page))
+    try:
+        failing, warnings, counts = check_pages(ROOT, slugs, args.cache_dir, args.jobs)
+    except UnknownPages as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     for p in failing:
         print(p, file=sys.stderr)
     if failing:
-        print(f"check failed: {len(failing)} problem(s) on {', '.join(args.page)}", file=sys.stderr)
+        print(f"check failed: {len(failing)} problem(s) on {', '.join(slugs)}", file=sys.stderr)
         return 1
-    print(f"checked {counts['pages']} page(s) ({', '.join(args.page)}): {counts['references']} references, "
-          f"{counts['examples']} examples, no problem, in {time.perf_counter() - t0:.2f} s (nothing written)")
+    print(f"checked {counts['pages']} page(s) ({', '.join(slugs)}): {counts['references']} references, "
+          f"{counts['examples']} examples, {counts['links']} links (an #anchor of another "
+          f"page only by the full check), no problem, in {time.perf_counter() - t0:.2f} s (nothing written)")
     return 0
 
 

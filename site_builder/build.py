@@ -51,12 +51,12 @@ from site_builder import fingerprint, training_run
 from site_builder.cache import BuildCache, digest
 from site_builder.content import load_content, concepts
 from site_builder.fontsubset import MathFontSubsets, page_math, remember_pages
-from site_builder.assets import (insert_scripts, minify, page_scripts, prune_token_rules,
+from site_builder.assets import (bundle_path, insert_scripts, minify, page_scripts, prune_token_rules,
                                  script_bundles, used_token_classes)
 from site_builder import links
 from site_builder.links import check_links
 from site_builder.pages import PageBuilder
-from site_builder.problems import Problem, BuildFailed
+from site_builder.problems import Problem, BuildFailed, did_you_mean
 from site_builder.render import Renderer, make_environment, pygments_css, source_rows, source_url
 from site_builder.source_index import build_index, SourceError
 from site_builder.write import write_site, output_lock
@@ -106,19 +106,25 @@ def default_config(root: Path):
     return ModelConfig(vocab_size=_VOCAB_SIZES[text])
 
 
+def shipped_static(root: Path):
+    """[(shipped path, file)] of the static files shipped as they are (minified)."""
+    static = root / "static"
+    shipped = []
+    for entry in SHIPPED_STATIC + SHIPPED_FONTS:
+        base = static / entry
+        paths = sorted(p for p in base.rglob("*") if p.is_file()) if entry.endswith("/") else [base]
+        shipped += [("static/" + p.relative_to(static).as_posix(), p) for p in paths]
+    return shipped
+
+
 def static_files(root: Path, token_classes: set, bundles=()):
     """The shipped static files, minified; pygments.css only for the token classes in use; the
     scripts as the bundles the pages load (site_builder/assets.py)."""
     files = {}
-    static = root / "static"
-    for entry in SHIPPED_STATIC + SHIPPED_FONTS:
-        base = static / entry
-        paths = sorted(p for p in base.rglob("*") if p.is_file()) if entry.endswith("/") else [base]
-        for p in paths:
-            rel = "static/" + p.relative_to(static).as_posix()
-            files[rel] = minify(rel, p.read_bytes())
+    for rel, p in shipped_static(root):
+        files[rel] = minify(rel, p.read_bytes())
     files["static/pygments.css"] = minify(".css", prune_token_rules(pygments_css(), token_classes).encode())
-    files.update(script_bundles(static / "js", bundles))
+    files.update(script_bundles(root / "static" / "js", bundles))
     return files
 
 
@@ -443,6 +449,32 @@ def _gather_pages(root, problems, cache, jobs, retrain, input_digests, content, 
     return content, index, renderer, model, site_info
 
 
+def shared_context(content, index, model, site_info):
+    """What every page's template is given: the site, the navigation, the source files shipped."""
+    commit = site_info["commit"]
+    changed = sorted(site_info["uncommitted"] & set(index.files))
+    built_from = (f"Built outside a git checkout: no commit to cite, so the GitHub links point at the branch "
+                  f"{site_info['branch']}, which may have moved on" if not commit else f"Built from commit {commit[:12]}"
+                  + (f", with uncommitted changes to {', '.join(changed[:3])}" if changed else "")
+                  + (f" and {len(changed) - 3} more files" if len(changed) > 3 else ""))
+    source_files = sorted(f for f in index.files if f.startswith("model/")) + sorted(model.cited_files)
+    nav = [dict(slug=p["slug"], title=p["title"], summary=p["summary"]) for p in model.pages]
+    return dict(site=dict(title=content.site.get("title", "Documentation"), description=content.site.get("description", "")),
+                nav=nav, source_files=source_files, built_from=built_from,
+                github_branch=None if commit else site_info["branch"])     # templates/partials/macros.html
+
+
+def page_html(env, page, common) -> bytes:
+    """A content page as rendered, before its script tag is put in (insert_scripts)."""
+    titles = {p["slug"]: p["title"] for p in common["nav"]}
+    return env.get_template("page.html").render(
+        page=page, title=page["title"], description=page["summary"], root="", current=page["slug"],
+        prev_href=f"{page['prev']}.html" if page["prev"] else "index.html",
+        prev_title=titles.get(page["prev"], "Overview"),
+        next_href=f"{page['next']}.html" if page["next"] else None, next_title=titles.get(page["next"]),
+        **common).encode()
+
+
 def render_all(root, content, index, renderer, model, site_info, cache=None, background=False):
     """-> ({relative path: bytes}, {relative path: content file it came from}, the math-font
     subsets: MathFontSubsets, whose result() replaces the full fonts in the first dict; with
@@ -452,26 +484,12 @@ def render_all(root, content, index, renderer, model, site_info, cache=None, bac
         jinja_dir.mkdir(parents=True, exist_ok=True)
     env = make_environment(root, jinja_dir)
     commit = site_info["commit"]
-    changed = sorted(site_info["uncommitted"] & set(index.files))
-    built_from = (f"Built outside a git checkout: no commit to cite, so the GitHub links point at the branch "
-                  f"{site_info['branch']}, which may have moved on" if not commit else f"Built from commit {commit[:12]}"
-                  + (f", with uncommitted changes to {', '.join(changed[:3])}" if changed else "")
-                  + (f" and {len(changed) - 3} more files" if len(changed) > 3 else ""))
-    source_files = sorted(f for f in index.files if f.startswith("model/")) + sorted(model.cited_files)
-    nav = [dict(slug=p["slug"], title=p["title"], summary=p["summary"]) for p in model.pages]
-    common = dict(site=dict(title=content.site.get("title", "Documentation"), description=content.site.get("description", "")),
-                  nav=nav, source_files=source_files, built_from=built_from,
-                  github_branch=None if commit else site_info["branch"])     # templates/partials/macros.html
-    titles = {p["slug"]: p["title"] for p in model.pages}
+    common = shared_context(content, index, model, site_info)
+    source_files, nav = common["source_files"], common["nav"]
     files, origin, todo = {}, {}, {}     # todo: {path: (render it, cache key, cost)}
 
     def render_page(page):
-        return env.get_template("page.html").render(
-            page=page, title=page["title"], description=page["summary"], root="", current=page["slug"],
-            prev_href=f"{page['prev']}.html" if page["prev"] else "index.html",
-            prev_title=titles.get(page["prev"], "Overview"),
-            next_href=f"{page['next']}.html" if page["next"] else None, next_title=titles.get(page["next"]),
-            **common).encode()
+        return page_html(env, page, common)
 
     def render_source(f):
         depth = f.count("/") + 1
@@ -794,11 +812,20 @@ def quotation_sources(content):
     return dict(papers=content.site.get("papers") or {}, sources=content.site.get("sources") or {})
 
 
+class UnknownPages(ValueError):
+    """check --page named a page the content does not have: a mistake on the command line."""
+
+    def __init__(self, unknown, pages):
+        hint = did_you_mean(unknown[0], pages)
+        super().__init__(f"--page {unknown[0]}: no such page ({hint + '; ' if hint else ''}pages: {', '.join(pages)})")
+
+
 def check_pages(root: Path, slugs, cache_dir=None, jobs=None):
     """`check --page SLUG`: the strict check of some pages without building the site. Every
     page is still loaded and validated (TeX traps, schema, ids), the shapes are probed, and
     the listed pages are gathered in full (references, symbols, shapes, TeX, their examples),
-    but nothing is rendered to HTML or written, and links between pages are not checked.
+    and their links are checked as far as they can be without the other pages (check_page_links),
+    but nothing is written.
     The public functions of the modules these pages document must be named on some page.
     Caches are read and written as by a build. Returns (problems that fail, warnings, counts)."""
     problems = []
@@ -807,9 +834,8 @@ def check_pages(root: Path, slugs, cache_dir=None, jobs=None):
     memos = Memos(cache)
     content = load_content(root, problems)
     unknown = [s for s in slugs if s not in content.pages]
-    if unknown:
-        problems.append(Problem("content/site.yaml", 1, f"no page '{unknown[0]}' to check",
-                                f"pages: {', '.join(content.pages)}"))
+    if unknown and content.pages:
+        raise UnknownPages(unknown, list(content.pages))
     if any(not p.warning for p in problems):
         return [p for p in problems if not p.warning], [p for p in problems if p.warning], {}
     try:
@@ -830,6 +856,11 @@ def check_pages(root: Path, slugs, cache_dir=None, jobs=None):
     order = list(content.pages)
     for slug in slugs:
         builder.merge(builder.build_page(slug, order.index(slug), order))
+    try:
+        links_checked = check_page_links(root, content, index, builder.model, site_info, problems)
+    except (jinja2.TemplateError, OSError) as e:
+        problems.append(rendering_problem(root, e))
+        links_checked = 0
     documented = builder.model.documented | renderer.cited
     page_text = "\n".join((root / p.file).read_text(encoding="utf-8") for p in content.pages.values())
     files = {index.function(c["function"]).file for s in slugs for c in concepts(content.pages[s])
@@ -842,4 +873,24 @@ def check_pages(root: Path, slugs, cache_dir=None, jobs=None):
     memos.save()
     failing = [p for p in problems if not p.warning]
     return failing, [p for p in problems if p.warning], dict(pages=len(slugs), references=len(builder.model.references),
-                                                            examples=len(requests))
+                                                            examples=len(requests), links=links_checked)
+
+
+def check_page_links(root, content, index, model, site_info, problems):
+    """check --page: the links of the pages checked, each page rendered as a build renders it
+    (and not written). A link must point at a file the build produces, and a #fragment of
+    the page itself at one of its anchors. The anchors of the other pages are not known
+    without rendering them, so a link into another page is checked as far as that page
+    exists; the full `check` checks its #fragment. Returns how many links were checked."""
+    env = make_environment(root, None)
+    common = shared_context(content, index, model, site_info)
+    files, origin, bundles = {}, {}, set()
+    for page in model.pages:
+        path = f"{page['slug']}.html"
+        html = page_html(env, page, common).decode()
+        bundles.add(bundle_path(page_scripts(html)))
+        files[path], origin[path] = insert_scripts(html, "").encode(), page["file"]
+    produced = ({f"{slug}.html" for slug in content.pages} | {"index.html", "references.json", "static/pygments.css"}
+                | {source_url(f) for f in common["source_files"]} | {rel for rel, _ in shipped_static(root)}
+                | bundles | set(play_fragments(env, model.pages)))
+    return check_links(files, origin, problems, unread=produced - set(files))

@@ -46,7 +46,8 @@ from site_builder.problems import Problem
 RANGE_RE = re.compile(r"^L(\d+)-L(\d+)$")
 LINE_ID_RE = re.compile(r"^L(\d+)$")
 ORIGIN_RE = re.compile(r"^(?P<file>.+):(?P<line>\d+)$")
-LINK_ATTRIBUTES = ("href", "src", "xlink:href")
+LINK_ATTRIBUTES = ("href", "src", "xlink:href", "action", "formaction")     # and srcset's URLs
+SRCSET_CANDIDATE = re.compile(r'[ \t\n\r\f,]*([^ \t\n\r\f]*)(?:(?<=,)|(?:[^,(]|\([^)]*\)?)*)')
 RAW_TEXT = "script|style|textarea|title|xmp|plaintext|noscript|iframe|noembed|noframes"
 INERT_TAGS = re.compile(r'</(?!(?:%s)\b)[a-zA-Z][\w-]*\s*>|<(?!(?:%s)\b)[a-zA-Z][\w-]*(?:\s+class="[^"<>]*")?\s*>'
                         % (RAW_TEXT, RAW_TEXT), re.I)
@@ -74,6 +75,22 @@ class _Scanner(HTMLParser):
         for name, value in attrs:
             if name in LINK_ATTRIBUTES and value is not None:
                 self.links.append((value.strip(), origin, self.anchor))
+            elif name == "srcset" and value is not None:
+                self.links += [(url, origin, self.anchor) for url in srcset_urls(value)]
+
+
+def srcset_urls(srcset):
+    """The URLs of a srcset's candidates (`a.png 1x, b.png 2x`), split as the HTML standard
+    splits them: a URL runs to whitespace (a trailing comma ends the candidate), then its
+    descriptors run to a comma outside parentheses."""
+    urls, at = [], 0
+    while at < len(srcset):
+        m = SRCSET_CANDIDATE.match(srcset, at)
+        if not m[1]:
+            break
+        urls.append(m[1].rstrip(","))
+        at = m.end()
+    return [u for u in urls if u]
 
 
 WS = "[ \t\n\r\f]"       # what html.parser separates with (\\s would also take \\xa0, a name's character to it)
@@ -86,7 +103,7 @@ RAW_ELEMENT = re.compile(r'<([a-zA-Z][\w-]*)%s%s*>[^<]*</([a-zA-Z][\w-]*)%s*>' %
 START_TAG = re.compile(r'<([a-zA-Z][\w-]*)(%s)%s*/?>' % (ATTRS, WS))
 # Where a start tag that may carry an id or a link begins (a look-alike inside an attribute's
 # value brings its tag here too; its attributes, read properly, then give nothing).
-LINKED_TAG = re.compile(r'<[a-zA-Z][^<>]*?%s(?:id|name|href|src|xlink:href|data-origin)="' % WS, re.I)
+LINKED_TAG = re.compile(r'<[a-zA-Z][^<>]*?%s(?:id|name|href|src|srcset|xlink:href|action|formaction|data-origin)="' % WS, re.I)
 
 
 def _simple_scan(text: str):
@@ -171,6 +188,9 @@ def _target(path_dir, link):
 
 
 def fragment_ok(fragment, ids):
+    """Whether #fragment names an anchor of a page with these ids. A browser percent-decodes
+    the fragment (UTF-8) before it looks for the id: #caf%C3%A9 reaches id="café"."""
+    fragment = unquote(fragment) if "%" in fragment and fragment not in ids else fragment
     if not fragment or fragment in ids:
         return True
     m = RANGE_RE.match(fragment)
@@ -188,9 +208,13 @@ def where(path, origin, data_origin, anchor):
     return origin.get(path, path), 1, f" (made by the template, after #{anchor})" if anchor else " (made by the template)"
 
 
-def check_links(files, origin, problems):
-    """origin: path -> the content file it was built from, so the report points at a source."""
+def check_links(files, origin, problems, unread=frozenset()):
+    """origin: path -> the content file it was built from, so the report points at a source.
+    unread: paths the build produces that are not in `files` (check --page renders only its
+    pages): a link to one is whole, whatever its #fragment. Returns how many internal links
+    were checked."""
     ids, links = scan(files)
+    checked = 0
     for path in sorted(links):
         bad = set()
         path_dir = posixpath.dirname(path)
@@ -199,7 +223,8 @@ def check_links(files, origin, problems):
             if target is None:
                 continue
             target = target or path
-            if target not in files and not target.startswith("pagefind/"):
+            checked += 1
+            if target not in files and target not in unread and not target.startswith("pagefind/"):
                 message = f"'{link}' points at {target}, which the build does not produce"
             elif target in ids and not fragment_ok(fragment, ids[target]):
                 message = f"'{link}': {target} has no anchor '#{fragment}'"
@@ -210,3 +235,4 @@ def check_links(files, origin, problems):
         for file, line, message in sorted(bad):
             problems.append(Problem(file, line, f"broken link in {path}: {message}",
                                     "fix the reference, or the anchor it points at", strict=True))
+    return checked

@@ -826,6 +826,7 @@ class PageBuilder:
         """Tests that reach a function through the same chain of calls, counted per test file:
         the chain is what a reader needs; the tests' names are a click away in their file."""
         counts = {f: test_files.count(f) for f in dict.fromkeys(test_files)}
+        self.model.cited_files.update(counts)      # the page links to their source pages
         for f, n in counts.items():
             self.model.references.append(dict(page=self.page_slug, concept=concept, equation=None, role="tested-by",
                                               function=None, file=f, start=None, end=None, code=None,

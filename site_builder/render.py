@@ -25,6 +25,7 @@ from pygments.lexers import PythonLexer
 from site_builder import COMMAND
 from site_builder.cache import digest
 from site_builder.mathrender import render_tex, TexError
+from site_builder.links import LINK_ATTRIBUTES, srcset_urls
 from site_builder.problems import Problem
 from site_builder.resolve import resolve_snippet, resolve_function, ResolveError
 from site_builder import prose
@@ -247,28 +248,49 @@ class Renderer:
                 self.problems.append(problem)
 
     # -- where links come from ------------------------------------------------------------
-    def line_of(self, file, line, needle):
-        """The first line of `file`, from `line` on, that contains `needle`; else `line`. A
-        Markdown field starts at `line` (its key, or the first line of a page's body); the link
-        is on that line or one of the next."""
+    def _lines(self, file):
+        """The lines of a content file (none if it cannot be read)."""
         if file not in self._source_lines:
             try:
                 self._source_lines[file] = (self.root / file).read_text(encoding="utf-8").splitlines()
             except (OSError, UnicodeDecodeError, TypeError):
                 self._source_lines[file] = []
-        lines = self._source_lines[file]
+        return self._source_lines[file]
+
+    def line_of(self, file, line, needle):
+        """The first line of `file`, from `line` on, that contains `needle`; else `line`. A
+        Markdown field starts at `line` (its key, or the first line of a page's body); the link
+        is on that line or one of the next."""
+        lines = self._lines(file)
         start = line if isinstance(line, int) and line > 0 else 1
         for n in range(start, len(lines) + 1):
             if needle and needle in lines[n - 1]:
                 return n
         return line
 
+    def link_line(self, file, line, url, written, after):
+        """(line, position to search on from) of a link of the Markdown field at `line`, found
+        by how it is written: `](url` or `]: url` (a reference) for Markdown's links, the
+        attribute as written (`href="&#110;ope.html"`) for an author's HTML. The search starts
+        at `after`, just past the field's previous link, so the same URL twice gives two lines
+        and a code span (`nope.html`) is never taken for the link; else the first line holding
+        the URL at all, as line_of."""
+        lines = self._lines(file)
+        needles = [f"]({url}", f"](<{url}>", f"]: {url}"] + ([written] if written else [])
+        field = (line if isinstance(line, int) and line > 0 else 1, 0)
+        for row, col in dict.fromkeys((after, field)):
+            for n in range(row, len(lines) + 1):
+                hits = [i for i in (lines[n - 1].find(needle, col if n == row else 0) for needle in needles) if i >= 0]
+                if hits:
+                    return n, (n, min(hits) + 1)
+        return self.line_of(file, line, url), after
+
     def mark_origins(self, fragment, file, line):
-        """Give every tag of a rendered Markdown fragment that links somewhere (href, src) a
+        """Give every tag of a rendered Markdown fragment that links somewhere (href, src, srcset, action) a
         `data-origin="file:line"`: the content line that wrote it. site_builder/links.py reads
         it to report a broken link at that line. Tags are found with html.parser, so an
         author's own HTML (`<a href=nope.html>`) is marked too."""
-        if "href" not in fragment and "src" not in fragment:
+        if "href" not in fragment and "src" not in fragment and "action" not in fragment:
             return fragment
         finder = _LinkTags()
         finder.feed(fragment)
@@ -277,9 +299,11 @@ class Renderer:
             return fragment
         starts = [0] + [i + 1 for i, ch in enumerate(fragment) if ch == "\n"]
         out, done = [], 0
-        for (row, col), name_length, url in finder.found:
+        after = (line if isinstance(line, int) and line > 0 else 1, 0)     # the field's first line
+        for (row, col), name_length, url, written in finder.found:
             at = starts[row - 1] + col + 1 + name_length          # just after "<a"
-            origin = html.escape(f"{file}:{self.line_of(file, line, url)}")
+            found, after = self.link_line(file, line, url, written, after)
+            origin = html.escape(f"{file}:{found}")
             out += [fragment[done:at], f' data-origin="{origin}"']
             done = at
         return "".join(out) + fragment[done:]
@@ -348,7 +372,8 @@ def _markdown():
 
 class _LinkTags(HTMLParser):
     """The start tags of a fragment that carry a link and no data-origin yet:
-    [((line, column) of the "<", length of the tag's name, the link)]."""
+    [((line, column) of the "<", length of the tag's name, the link, its attribute as written
+    in the tag, e.g. `href='&#110;ope.html'`)]."""
 
     def __init__(self):
         super().__init__(convert_charrefs=True)
@@ -356,12 +381,15 @@ class _LinkTags(HTMLParser):
 
     def handle_starttag(self, tag, attrs):
         names = [name for name, _ in attrs]
-        url = next((value for name, value in attrs if name in ("href", "src", "xlink:href") and value), None)
+        name, url = next(((name, value) for name, value in attrs if name in LINK_ATTRIBUTES and value),
+                         next((("srcset", urls[0]) for name, value in attrs if name == "srcset"
+                               for urls in [srcset_urls(value or "")] if urls), (None, None)))
         if url is not None and "data-origin" not in names and tag != "base":
             raw = self.get_starttag_text() or ""
             m = re.match(r"<\s*([^\s/>]+)", raw)
             if m and m.start(1) == 1:
-                self.found.append((self.getpos(), len(m.group(1)), url.strip()))
+                written = re.search(r"(?<![\w:-])%s\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s>]+)" % re.escape(name), raw, re.I)
+                self.found.append((self.getpos(), len(m.group(1)), url.strip(), written and written.group(0)))
 
 
 # Punctuation and whitespace take the text colour in both themes: their spans would be a

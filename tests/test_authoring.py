@@ -460,3 +460,39 @@ def test_well_formed_shapes_and_words_around_them_pass():
     for shape in ["(d,)", "()", "(T, d)", "(d)", "(S, ceil(d/2)) for all of them", "(F, d) and (d,)",
                   "(T, d), (S, d), (S, d)", "ceil(d/2) entries", "same as θ", "(B,) for all of them"]:
         assert malformed_shape(shape) is None, shape
+
+
+# -- check --page: its links, its command line ----------------------------------------------------
+
+LINKED_BODY = ("Intro.\n\n[gone](nope.html), [here](#mini-nowhere), [a section](#mini-split), "
+               "[the overview](index.html#not-read) and [a source](source/model/data.py.html#L1).\n")
+
+
+def test_check_pages_checks_the_links_of_its_page(tmp_path):
+    """`check --page` said "no problem" about a page with broken links: they were never checked."""
+    from site_builder.build import check_pages
+    root = mini_repo(tmp_path, SITE, PAGE.replace("Intro.\n", LINKED_BODY), {})
+    failing, _, counts = check_pages(root, ["mini"], cache_dir=tmp_path / "cache", jobs=1)
+    broken = [p for p in failing if "broken link" in p.message]
+    line = (PAGE.replace("Intro.\n", LINKED_BODY)).splitlines().index(LINKED_BODY.splitlines()[2]) + 1
+    # the missing file and the page's own missing anchor; another page's anchor is the full check's
+    assert sorted((p.file, p.line, p.message.split(": ", 1)[1].split("'")[1]) for p in broken) == \
+        [("content/pages/mini.md", line, "#mini-nowhere"), ("content/pages/mini.md", line, "nope.html")], broken
+    assert counts["links"] >= 5
+
+
+def test_check_page_names_an_unknown_page_on_the_command_line_and_lists_a_page_once(tmp_path):
+    import subprocess
+    import sys
+    root = mini_repo(tmp_path, SITE, PAGE, {})
+
+    def run(*pages):
+        args = [a for p in pages for a in ("--page", p)]
+        return subprocess.run([sys.executable, "build_site.py", "check", *args, "--cache-dir", str(tmp_path / "cache")],
+                              cwd=root, capture_output=True, text=True, timeout=300)
+    unknown = run("Mini")
+    assert unknown.returncode == 2
+    assert unknown.stderr.strip().splitlines() == ["error: --page Mini: no such page (did you mean 'mini'?; pages: mini)"]
+    twice = run("mini", "mini")
+    last = (twice.stdout + twice.stderr).strip().splitlines()[-1]
+    assert "mini, mini" not in last and ("(mini)" in last or last.endswith(" on mini")), last

@@ -58,6 +58,7 @@ SIMPLE = [
     '<details open><summary>bare attribute</summary><a href="d.html" hidden>d</a></details>',
     '<base href="/elsewhere/"><img src="i.png" alt="">',
     '<tr id="L1"><td class="ln">1</td><td class="code"><span class="k">def</span></td></tr>',
+    '<img srcset="a.png 1x, b.png 2x" alt=""><form action="f.html"><button formaction="g.html">g</button></form>',
 ]
 
 
@@ -72,3 +73,55 @@ def test_simple_markup_is_read_as_the_parser_reads_it(body):
     found = links._simple_scan(PAGE.format(body))
     assert found is not None
     assert found == parsed(PAGE.format(body))
+
+
+# -- where a broken link is reported, without building a site ---------------------------------
+
+def broken_links(tmp_path, body, head="---\ntitle: T\n---\n"):
+    """The link check's problems for one page whose body (from the file's line after `head`) is
+    rendered by the builder's Markdown: [(line, message)]."""
+    from site_builder.render import Renderer
+    (tmp_path / "p.md").write_text(head + body, encoding="utf-8")
+    body_line = head.count("\n") + 1
+    html = Renderer(tmp_path, None, []).md(body, "p.md", body_line, check_numbers=False)
+    problems = []
+    links.check_links({"p.html": PAGE.format(html).encode()}, {"p.html": "p.md"}, problems)
+    return [(p.line, p.message) for p in problems]
+
+
+def line_number(text, needle, head="---\ntitle: T\n---\n"):
+    return (head + text).splitlines().index(next(l for l in (head + text).splitlines() if needle in l)) + 1
+
+
+def test_the_same_broken_link_twice_is_two_problems_at_their_own_lines_not_at_a_code_span(tmp_path):
+    body = "Intro.\n\nSee `nope30.html` here.\n\n[x](nope30.html)\n\n[y](nope30.html)\n"
+    found = broken_links(tmp_path, body)
+    assert [line for line, _ in found] == [line_number(body, "[x]"), line_number(body, "[y]")], found
+    assert all("'nope30.html'" in message for _, message in found)
+
+
+def test_a_link_written_with_a_character_reference_is_found_where_it_was_written(tmp_path):
+    body = "Intro.\n\nMore.\n\n<a href=\"&#110;ope8.html\">n</a>\n"
+    assert [line for line, _ in broken_links(tmp_path, body)] == [line_number(body, "&#110;ope8")]
+
+
+def page_problems(body):
+    """The link check's messages for one page, p.html, with this body."""
+    problems = []
+    links.check_links({"p.html": PAGE.format(body).encode()}, {"p.html": "p.md"}, problems)
+    return [p.message for p in problems]
+
+
+def test_a_fragment_is_percent_decoded_as_a_browser_decodes_it():
+    assert page_problems('<span id="café">c</span><span id="a b">s</span><span id="100%">p</span>'
+                         '<a href="#caf%C3%A9">pc</a><a href="#a%20b">sp</a><a href="#café">raw</a><a href="#100%">p</a>') == []
+    assert len(page_problems('<span id="café">c</span><a href="#caf%C3%A8">other</a><a href="#caf%E9">latin-1</a>')) == 2
+
+
+def test_srcset_candidates_and_form_actions_are_checked(tmp_path):
+    found = page_problems('<img src="ok.png" srcset="nope20.png 2x, nope22.png (a, b) 3x,nope23.png" alt="">'
+                          '<form action="nope21.html"><button formaction="nope24.html">go</button></form>')
+    assert sorted(m.split("'")[1] for m in found) == ["nope20.png", "nope21.html", "nope22.png", "nope23.png", "nope24.html", "ok.png"]
+    # written in a page's Markdown, each is found at its own line
+    body = "Intro.\n\n<img srcset=\"nope20.png 2x\" alt=\"\">\n\n<form action=\"nope21.html\"></form>\n"
+    assert [line for line, _ in broken_links(tmp_path, body)] == [line_number(body, "nope20"), line_number(body, "nope21")]
