@@ -62,7 +62,8 @@ Trade-offs, and why this module makes the choices it does:
   escaped, on the server side, so it shows without JavaScript too. The state token the
   script compares covers both "a new good build" and "the problem list changed", so the
   page reloads for either; `/__errors` serves the same list as JSON for tools.
-- Quiet: no line per request; one line per build.
+- Quiet: no line per request; one line per build, and before the line of a failed one its
+  problems, one a line, as `build` prints them (the overlay alone left a terminal user guessing).
 """
 import errno
 import gc
@@ -657,6 +658,8 @@ class Rebuilder:
                 self._started = None
                 if cancelled is not None:
                     cancelled.clear()
+        for line in ([] if ok else lines):   # as `build` prints them: file:line: what (fix), one a line
+            self.log(line)
         self.log(f"{time.strftime('%H:%M:%S')} {reason}{what}")
         finish = getattr(result, "finish", None) if ok else None
         if callable(finish):     # the page has reloaded; now the search index catches up
