@@ -47,7 +47,7 @@ from pathlib import Path
 
 import jinja2
 
-from site_builder import fingerprint, training_run
+from site_builder import COMMAND, fingerprint, training_run
 from site_builder.cache import BuildCache, digest
 from site_builder.content import load_content, concepts
 from site_builder.fontsubset import MathFontSubsets, page_math, remember_pages
@@ -651,7 +651,7 @@ def search_index(folder: Path, problems: list, cache=None, bundle_dir: Path = No
     except SearchUnavailable as e:
         problems.append(Problem("site_builder/search.py", 0, str(e), "install the 'site' extra", warning=True))
     except SearchIndexError as e:
-        raise BuildFailed([Problem("site_builder/search.py", 0, str(e), "run pagefind by hand on the site to see why")])
+        raise BuildFailed([Problem("site_builder/search.py", 0, str(e), f"run `{COMMAND}` again")])
 
 
 def carry_search_bundle(out: Path, tmp: Path):

@@ -97,9 +97,15 @@ def answer(handler):
     send(200 if "html" in reply else reply.pop("status", 400), reply)
 
 
+class _PlayStopped(Exception):
+    """The play process was stopped from outside (worker.StopWatch) while we waited for it."""
+
+
 class PlayClient:
     """The serve process's handle on the play process: one request at a time, a fresh process
-    after a code edit or a failure."""
+    after a code edit or a failure. A play process stopped from outside (`kill -STOP`: state T
+    for worker.STOPPED_SECONDS, as the build tests its own children) is killed and the request
+    sent once more to a fresh one, rather than waited for until its time limit."""
 
     def __init__(self, root, cache_dir=None):
         self.root, self.cache_dir = Path(root), cache_dir
@@ -141,31 +147,43 @@ class PlayClient:
         self._fresh = True
 
     def ask(self, request) -> dict:
-        from site_builder.serve import _code_fingerprint
         with self.lock:
-            now = _code_fingerprint(self.root)
-            if self.proc is None or self.proc.poll() is not None or now != self._seen:
-                self._start()
-                self._seen = now
-            try:
-                self.proc.stdin.write(json.dumps(request).encode() + b"\n")
-                self.proc.stdin.flush()
-                line = self._line(STARTUP_TIMEOUT if self._fresh else PLAY_TIMEOUT + 20)
-                self._fresh = False
-                return json.loads(line)
-            except (OSError, ValueError, TimeoutError) as e:
-                self.close()
-                return dict(status=500, error=f"the playground process failed ({type(e).__name__}: {e}); "
-                                              f"the next request starts a new one")
+            for _ in range(2):
+                try:
+                    return self._ask(request)
+                except _PlayStopped:
+                    self.close()
+                except (OSError, ValueError, TimeoutError) as e:
+                    self.close()
+                    return dict(status=500, error=f"the playground process failed ({type(e).__name__}: {e}); "
+                                                  f"the next request starts a new one")
+            from site_builder.worker import STOPPED_SECONDS
+            return dict(status=500, error=f"the playground process was stopped from outside (state T for "
+                                          f"{STOPPED_SECONDS:g} s) twice, and killed; the next request starts a new one")
+
+    def _ask(self, request) -> dict:
+        from site_builder.serve import _code_fingerprint
+        now = _code_fingerprint(self.root)
+        if self.proc is None or self.proc.poll() is not None or now != self._seen:
+            self._start()
+            self._seen = now
+        self.proc.stdin.write(json.dumps(request).encode() + b"\n")
+        self.proc.stdin.flush()
+        line = self._line(STARTUP_TIMEOUT if self._fresh else PLAY_TIMEOUT + 20)
+        self._fresh = False
+        return json.loads(line)
 
     def _line(self, timeout):
-        deadline = time.monotonic() + timeout
+        from site_builder.worker import StopWatch
+        deadline, watch = time.monotonic() + timeout, StopWatch()
         fd = self.proc.stdout.fileno()
         while b"\n" not in self._buf:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError(f"no answer in {timeout:g} s")
-            ready, _, _ = select.select([fd], [], [], min(left, 0.5))
+            ready, _, _ = select.select([fd], [], [], min(left, 0.1))
+            if not ready and watch.stalled(self.proc.pid):     # not reaped: still our play process
+                raise _PlayStopped()
             if ready:
                 chunk = os.read(fd, 1 << 20)
                 if not chunk:

@@ -51,8 +51,10 @@ import functools
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
+from site_builder import worker
 from site_builder.worker import die_with_parent
 
 BUNDLE = "pagefind"
@@ -73,6 +75,35 @@ class SearchUnavailable(Exception):
 
 class SearchIndexError(Exception):
     """Pagefind ran and failed."""
+
+
+def _run_pagefind(cmd, exe):
+    """(exit status or "stopped", stdout, stderr) of one Pagefind run. Watched as the build's
+    own children are (worker.StopWatch): one stopped from outside is killed at once rather than
+    waited for until TIMEOUT_SECONDS. The indexed folder is a temporary one, gone by the time
+    anyone reads a message, so no message names it."""
+    try:
+        # dies with the build: a SIGKILLed build left pagefind running on its temporary folder
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=functools.partial(die_with_parent, os.getpid()))
+    except OSError as e:
+        raise SearchIndexError(f"could not run {exe}: {e}") from e
+    watch, deadline = worker.StopWatch(), time.monotonic() + TIMEOUT_SECONDS
+    with proc:
+        while True:
+            try:
+                stdout, stderr = proc.communicate(timeout=0.1)
+                return proc.returncode, stdout, stderr
+            except subprocess.TimeoutExpired:
+                pass
+            stopped = watch.stalled(proc.pid)
+            if stopped or time.monotonic() > deadline:
+                proc.kill()
+                proc.communicate()
+                if stopped:
+                    return "stopped", "", ""
+                raise SearchIndexError(f"pagefind took over {TIMEOUT_SECONDS} s indexing the site's pages "
+                                       f"and was killed")
 
 
 def pagefind_executable() -> Path:
@@ -106,14 +137,14 @@ def index_site(folder: Path, bundle: Path = None) -> Path:
     exe = pagefind_executable()
     cmd = [str(exe), "--site", str(folder), "--output-path", str(bundle.resolve()), "--force-language", "en",
            "--silent"] + [arg for selector in EXCLUDE for arg in ("--exclude-selectors", selector)]
-    try:
-        # dies with the build: a SIGKILLed build left pagefind running on its temporary folder
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_SECONDS,
-                              preexec_fn=functools.partial(die_with_parent, os.getpid()))
-    except subprocess.TimeoutExpired as e:
-        raise SearchIndexError(f"pagefind took over {TIMEOUT_SECONDS} s indexing {folder}") from e
-    except OSError as e:
-        raise SearchIndexError(f"could not run {exe}: {e}") from e
+    returncode, stdout, stderr = _run_pagefind(cmd, exe)
+    if returncode == "stopped":                 # stopped from outside: once more, in a fresh process,
+        shutil.rmtree(bundle, ignore_errors=True)   # on an empty bundle (no file of the killed run stays)
+        returncode, stdout, stderr = _run_pagefind(cmd, exe)
+    if returncode == "stopped":
+        raise SearchIndexError(f"pagefind was stopped from outside (state T for {worker.STOPPED_SECONDS:g} s) "
+                               f"twice, and killed each time")
+    proc = subprocess.CompletedProcess(cmd, returncode, stdout, stderr)
     if proc.returncode != 0 or not (bundle / "pagefind.js").is_file():
         message = (proc.stderr or proc.stdout).strip() or f"exit status {proc.returncode}"
         raise SearchIndexError(f"pagefind failed: {message}")

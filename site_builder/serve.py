@@ -62,7 +62,8 @@ Trade-offs, and why this module makes the choices it does:
   escaped, on the server side, so it shows without JavaScript too. The state token the
   script compares covers both "a new good build" and "the problem list changed", so the
   page reloads for either; `/__errors` serves the same list as JSON for tools.
-- Quiet: no line per request; one line per build.
+- Quiet: no line per request; one line per build, and before the line of a failed one its
+  problems, one a line, as `build` prints them (the overlay alone left a terminal user guessing).
 """
 import errno
 import gc
@@ -657,6 +658,8 @@ class Rebuilder:
                 self._started = None
                 if cancelled is not None:
                     cancelled.clear()
+        for line in ([] if ok else lines):   # as `build` prints them: file:line: what (fix), one a line
+            self.log(line)
         self.log(f"{time.strftime('%H:%M:%S')} {reason}{what}")
         finish = getattr(result, "finish", None) if ok else None
         if callable(finish):     # the page has reloaded; now the search index catches up
@@ -761,6 +764,10 @@ class _BuilderDied(Exception):
     pass
 
 
+class _BuilderStopped(Exception):
+    """The builder was stopped from outside (worker.StopWatch) while we waited for its answer."""
+
+
 class _Built:
     """What the builder reported for a good build: summary() and, with a deferred search
     index, finish(), which waits until the builder has indexed the new pages."""
@@ -792,10 +799,15 @@ class BuilderProcess:
     thread waiting for its answer notices within 0.1 s, kills the builder and every process
     under it as Ctrl-C does, undoes its half-done output (abandon_output) and raises
     BuildAbandoned; the next build starts a new builder. Only the waiting thread touches the
-    process, so no signal can reach a pid that was already reaped and reused."""
+    process, so no signal can reach a pid that was already reaped and reused.
 
-    def __init__(self, root, out, cache_dir=None):
-        self.root, self.out, self.cache_dir = Path(root), Path(out), cache_dir
+    A builder stopped from outside (`kill -STOP`; state T for worker.STOPPED_SECONDS, the test
+    the build applies to its own children) would never answer: it is killed like an abandoned
+    one, one line is logged, and the build runs again in a fresh builder (once; stopped again,
+    the build fails with one line)."""
+
+    def __init__(self, root, out, cache_dir=None, log=_log):
+        self.root, self.out, self.cache_dir, self.log = Path(root), Path(out), cache_dir, log
         self.cancelled = threading.Event()
         self.proc = None
         self.pids = []
@@ -847,17 +859,36 @@ class BuilderProcess:
         except Exception:
             pass
         try:
-            if self.proc is None or self.proc.poll() is not None:
-                self.start()
-            self.proc.stdin.write(b'{"build": true}\n')
-            self.proc.stdin.flush()
-            answer = self._answer(cancellable=True)
-        except (_BuilderDied, OSError) as e:
-            raise RemoteBuildFailed([self._died(e)]) from None
+            answer = self._build()
+        except _BuilderStopped:
+            self._kill_builder()
+            self.log(f"{time.strftime('%H:%M:%S')} {self._stopped_text()}: killed; building again in a fresh one")
+            try:
+                answer = self._build()
+            except _BuilderStopped:
+                self._kill_builder()
+                raise RemoteBuildFailed([f"site_builder/serve.py: {self._stopped_text()} twice, and killed; "
+                                         f"the next change starts a new one"]) from None
         if not answer.get("ok"):
             raise RemoteBuildFailed(answer.get("problems") or ["the build failed without naming a problem"])
         self._finish_pending = bool(answer.get("finish"))
         return _Built(answer.get("summary", "built"), self._finish if self._finish_pending else None)
+
+    def _build(self) -> dict:
+        """One build request and its answer; raises _BuilderStopped for a stopped builder."""
+        try:
+            if self.proc is None or self.proc.poll() is not None:
+                self.start()
+            self.proc.stdin.write(b'{"build": true}\n')
+            self.proc.stdin.flush()
+            return self._answer(cancellable=True)
+        except (_BuilderDied, OSError) as e:
+            raise RemoteBuildFailed([self._died(e)]) from None
+
+    @staticmethod
+    def _stopped_text():
+        from site_builder.worker import STOPPED_SECONDS
+        return f"the build process was stopped from outside (state T for {STOPPED_SECONDS:g} s)"
 
     def _finish(self):
         self._finish_pending = False
@@ -865,6 +896,9 @@ class BuilderProcess:
             error = self._answer().get("finished")
         except (_BuilderDied, OSError) as e:
             raise RuntimeError(self._died(e)) from None
+        except _BuilderStopped:
+            self._kill_builder()
+            raise RuntimeError(f"{self._stopped_text()} and killed; the next change starts a new one") from None
         if error:
             raise RuntimeError(error)
 
@@ -881,7 +915,9 @@ class BuilderProcess:
     def _answer(self, cancellable=False) -> dict:
         """The builder's next answer. Waits in short steps (the main thread must get back to
         Python often, or a Ctrl-C delivered to another thread would wait for the build; and
-        a build that is `cancelled` is abandoned within a step)."""
+        a build that is `cancelled` is abandoned within a step, one stopped from outside too)."""
+        from site_builder.worker import StopWatch
+        watch = StopWatch()
         while b"\n" not in self._buf:
             ready, _, _ = select.select([self._rfd], [], [], 0.1)
             if not ready:                              # an answer already sent is read first
@@ -889,6 +925,8 @@ class BuilderProcess:
                     self._abandon_build()
                 if self.proc.poll() is not None:
                     raise _BuilderDied("gone")
+                if watch.stalled(self.proc.pid):       # not reaped (poll above): still our builder
+                    raise _BuilderStopped()
                 continue
             chunk = os.read(self._rfd, 1 << 16)
             if not chunk:
@@ -901,6 +939,11 @@ class BuilderProcess:
         """Kill the builder in the middle of its build and every process under it (frozen first,
         so none forks past the kill: kill_descendants, as on Ctrl-C), undo what it left half
         written, and raise BuildAbandoned. The next call starts a new builder."""
+        self._kill_builder()
+        raise BuildAbandoned()
+
+    def _kill_builder(self):
+        """Kill the builder (abandoned, or stopped from outside) and undo its half-done output."""
         _park_if_stopping()
         pid = self.proc.pid
         if self.proc.poll() is None:                   # not reaped: the pid is still the builder's
@@ -915,7 +958,6 @@ class BuilderProcess:
             abandon_output(self.out, pid)
         except OSError:
             pass         # left for the next build: the writer removes a dead pid's folders itself
-        raise BuildAbandoned()
 
 
 def _park_if_stopping():

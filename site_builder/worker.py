@@ -67,7 +67,7 @@ class _Child:
     started: float
     data: bytearray = field(default_factory=bytearray)
     asked: float = 0.0
-    stopped_since: float = 0.0    # when it was first seen stopped (0: running)
+    watch: "StopWatch" = field(default_factory=lambda: StopWatch())
     stopped: bool = False         # killed for being stopped
 
 
@@ -192,11 +192,7 @@ def _enforce_deadlines(running):
     for child in running.values():
         if child.stopped:
             continue
-        if _state(child.pid) != "T":
-            child.stopped_since = 0.0
-        elif not child.stopped_since:
-            child.stopped_since = now
-        elif now - child.stopped_since >= STOPPED_SECONDS:
+        if child.watch.stalled(child.pid):
             child.stopped = True
             _signal(child.pid, signal.SIGKILL)
             continue
@@ -207,7 +203,7 @@ def _enforce_deadlines(running):
             _signal(child.pid, signal.SIGKILL)
 
 
-def _state(pid):
+def process_state(pid):
     """The process state letter of /proc/PID/stat (after the name, which may hold ')'), or
     "" where there is no /proc (not Linux) or the process is gone."""
     try:
@@ -215,6 +211,27 @@ def _state(pid):
             return f.read().rpartition(b")")[2].split()[0].decode()
     except (OSError, IndexError):
         return ""
+
+
+class StopWatch:
+    """Whether a process was stopped from outside and left so: seen in state `T` on every look
+    for STOPPED_SECONDS (a Ctrl-Z and fg in between is not a stall). The one test of "is this
+    child stopped" for everything that waits on a child: the forked calls here, Pagefind
+    (site_builder/search.py), serve's builder and the play process. Call `stalled` at each
+    step of the wait loop (0.1 s or so)."""
+
+    def __init__(self, seconds=None):
+        self.seconds = STOPPED_SECONDS if seconds is None else seconds
+        self.since = 0.0            # when it was first seen stopped (0: running)
+
+    def stalled(self, pid) -> bool:
+        if process_state(pid) != "T":
+            self.since = 0.0
+            return False
+        now = time.monotonic()
+        if not self.since:
+            self.since = now
+        return now - self.since >= self.seconds
 
 
 def _signal(pid, sig):

@@ -3,6 +3,7 @@ content may declare, what the /__play endpoint refuses, and that it holds up und
 import http.client
 import json
 import os
+import signal
 import threading
 import time
 
@@ -215,6 +216,28 @@ def test_a_request_past_its_time_limit_is_stopped_and_leaves_no_worker(tmp_path,
         except OSError:
             pass
     assert forked == [], "the stopped worker was reaped"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc to see a process stopped")
+def test_a_play_process_stopped_from_outside_is_replaced_and_the_request_answered(built_site):
+    from site_builder import worker
+    from site_builder.play_server import PlayClient
+    client = PlayClient(ROOT, ROOT / ".build_cache")
+    request = {"page": "layernorm", "example": "layernorm-forward--ex-4", "args": {"eps": 0.25}}
+    try:
+        assert "<caption>eps = 0.25</caption>" in client.ask(request)["html"]
+        stopped = client.proc.pid
+        os.kill(stopped, signal.SIGSTOP)                 # as a tester's `kill -STOP`
+        start = time.monotonic()
+        answer = client.ask(request)
+        took = time.monotonic() - start
+        assert "<caption>eps = 0.25</caption>" in answer.get("html", ""), answer
+        assert took < 10 * worker.STOPPED_SECONDS + 15, took     # a fresh process; not PLAY_TIMEOUT + 20
+        assert client.proc.pid != stopped
+        with pytest.raises(ProcessLookupError):
+            os.kill(stopped, 0)
+    finally:
+        client.close()
 
 
 def test_typed_input_recomputes_on_all_four_pages(play_server):

@@ -4,11 +4,12 @@ import gzip
 import json
 import re
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 
-from site_builder import search
+from site_builder import COMMAND, search, worker
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -104,3 +105,58 @@ def test_a_deferred_index_goes_live_with_the_old_bundle_then_catches_up(built_si
     after = tree(out / "pagefind")
     assert after != before and (out / "pagefind" / "pagefind.js").is_file()
     assert not list(tmp_path.glob(".site.search*")), "no temporary bundle is left behind"
+
+
+def _pagefind_that_stops(tmp_path, times):
+    """A pagefind that stops itself (SIGSTOP, as a tester's `kill -STOP`) on its first `times`
+    runs, then runs the real binary."""
+    real = search.pagefind_executable()
+    script = tmp_path / "pagefind"
+    script.write_text(f'#!/bin/sh\nn=$(ls "{tmp_path}" | grep -c "^ran-")\ntouch "{tmp_path}/ran-$n"\n'
+                      f'if [ "$n" -lt {times} ]; then kill -STOP $$; fi\nexec "{real}" "$@"\n')
+    script.chmod(0o755)
+    return script
+
+
+def test_a_stopped_pagefind_is_killed_and_run_again(built_site, tmp_path, monkeypatch):
+    pytest.importorskip("pagefind_bin")
+    monkeypatch.setattr(search, "pagefind_executable", lambda script=_pagefind_that_stops(tmp_path, 1): script)
+    dst = tmp_path / "site"
+    shutil.copytree(built_site, dst, ignore=shutil.ignore_patterns("pagefind"))
+    started = time.monotonic()
+    search.index_site(dst)
+    assert time.monotonic() - started < 10 * worker.STOPPED_SECONDS + 5      # not TIMEOUT_SECONDS
+    assert len(list(tmp_path.glob("ran-*"))) == 2
+    assert tree(dst / "pagefind") == tree(built_site / "pagefind")
+
+
+def test_a_pagefind_stopped_twice_fails_the_build_in_one_honest_line(built_site, tmp_path, monkeypatch):
+    pytest.importorskip("pagefind_bin")
+    from site_builder.build import search_index
+    from site_builder.problems import BuildFailed
+    monkeypatch.setattr(search, "pagefind_executable", lambda script=_pagefind_that_stops(tmp_path, 2): script)
+    folder = tmp_path / ".site.tmp-123"
+    folder.mkdir()
+    started = time.monotonic()
+    with pytest.raises(BuildFailed) as failed:
+        search_index(folder, [])
+    assert time.monotonic() - started < 20 * worker.STOPPED_SECONDS + 5
+    [line] = [str(p) for p in failed.value.problems]
+    assert "stopped from outside" in line and "twice" in line and "\n" not in line
+    assert str(folder) not in line and COMMAND in line
+
+
+def test_a_slow_pagefind_names_no_temporary_folder(tmp_path, monkeypatch):
+    from site_builder.build import search_index
+    from site_builder.problems import BuildFailed
+    slow = tmp_path / "pagefind"
+    slow.write_text("#!/bin/sh\nexec sleep 30\n")
+    slow.chmod(0o755)
+    monkeypatch.setattr(search, "pagefind_executable", lambda: slow)
+    monkeypatch.setattr(search, "TIMEOUT_SECONDS", 0.3)
+    folder = tmp_path / ".site.tmp-123"
+    folder.mkdir()
+    with pytest.raises(BuildFailed) as failed:
+        search_index(folder, [])
+    [line] = [str(p) for p in failed.value.problems]
+    assert "took over 0.3 s" in line and str(folder) not in line and COMMAND in line

@@ -319,6 +319,20 @@ def test_failing_rebuild_keeps_the_old_site_and_shows_the_overlay(site):
     assert json.loads(site.request("/__errors")[2])["problems"] == []
 
 
+def test_a_failed_build_prints_its_problems_in_the_terminal_as_build_does(site):
+    site.build.fail = PROBLEMS
+    before = len(site.logs)
+    assert not site.rebuilder.run_once()
+    printed = site.logs[before:]
+    # `build` prints each problem as str(Problem) (build_site.py), then one summary line
+    assert printed[:-1] == [str(p) for p in PROBLEMS], printed
+    assert "build failed: 2 problems" in printed[-1]
+    site.build.fail = None
+    before = len(site.logs)
+    assert site.rebuilder.run_once()
+    assert len(site.logs) == before + 1                                    # a good build: one line
+
+
 def test_first_build_fails_with_no_site_still_serves_the_overlay(tmp_path):
     s = Site(tmp_path, first_build=False)
     try:
