@@ -85,21 +85,30 @@ def test_hovering_a_heatmap_cell_shows_its_value(page, site_url):
     x0, y0, cell, rows, cols = map(float, svg.get_attribute("data-grid").split())
     r, c = int(rows) - 1, 0                          # the last row's first cell: never masked
     values = svg.locator("g.cells").nth(r).get_attribute("data-v").split()
-    point = page.evaluate("""([svg, x, y]) => { const m = svg.getScreenCTM();
-        const p = new DOMPoint(x, y).matrixTransform(m); return [p.x, p.y]; }""",
-                          [svg.element_handle(), x0 + c * cell + cell / 2, y0 + r * cell + cell / 2])
-    page.mouse.move(*point)
     tip = page.locator("figure .fig-tip").first
-    tip.wait_for(state="visible")
-    text = tip.text_content()
-    assert values[c] != "m" and text.endswith(values[c]), (text, values[c])
+
+    def hover(x, y, expect):
+        """Move the pointer over the SVG point (x, y) until the read-out says `expect`: the
+        sections around a jump render a frame later (content-visibility) and the math font
+        may arrive, so the heatmap can move after its position was read; read it again."""
+        for _ in range(10):
+            point = page.evaluate("""([svg, x, y]) => { const m = svg.getScreenCTM();
+                const p = new DOMPoint(x, y).matrixTransform(m); return [p.x, p.y]; }""",
+                                  [svg.element_handle(), x, y])
+            page.mouse.move(*point)
+            try:
+                page.wait_for_function("([tip, expect]) => !tip.hidden && tip.textContent.endsWith(expect)",
+                                       arg=[tip.element_handle(), expect], timeout=1000)
+                return tip.text_content()
+            except Exception:
+                page.mouse.move(0, 0)
+        raise AssertionError(f"no read-out ending {expect!r}; last: {tip.text_content()!r}")
+
+    assert values[c] != "m"
+    text = hover(x0 + c * cell + cell / 2, y0 + r * cell + cell / 2, values[c])
     assert re.search(r"query: character t .+, key: character s .+: weight ", text), text
     # A masked cell (above the diagonal) says so.
-    point = page.evaluate("""([svg, x, y]) => { const m = svg.getScreenCTM();
-        const p = new DOMPoint(x, y).matrixTransform(m); return [p.x, p.y]; }""",
-                          [svg.element_handle(), x0 + (cols - 1) * cell + cell / 2, y0 + cell / 2])
-    page.mouse.move(*point)
-    assert tip.text_content().endswith("hidden by the causal mask")
+    hover(x0 + (cols - 1) * cell + cell / 2, y0 + cell / 2, "hidden by the causal mask")
 
 
 def test_a_line_plot_reads_out_by_keyboard(page, site_url):
