@@ -276,13 +276,21 @@ class Renderer:
         and a code span (`nope.html`) is never taken for the link; else the first line holding
         the URL at all, as line_of."""
         lines = self._lines(file)
-        needles = [f"]({url}", f"](<{url}>", f"]: {url}"] + ([written] if written else [])
+        reference = f"]: {url}"
+        needles = [f"]({url}", f"](<{url}>", reference] + ([written] if written else [])
         field = (line if isinstance(line, int) and line > 0 else 1, 0)
         for row, col in dict.fromkeys((after, field)):
             for n in range(row, len(lines) + 1):
-                hits = [i for i in (lines[n - 1].find(needle, col if n == row else 0) for needle in needles) if i >= 0]
+                text = lines[n - 1]
+                # a hit inside a code span (`[q](nope.html)`, an odd number of backticks before
+                # it on its line) is text, not a link
+                hits = sorted((i, needle) for needle in needles for i in _all_finds(text, needle, col if n == row else 0)
+                              if text.count("`", 0, i) % 2 == 0)
                 if hits:
-                    return n, (n, min(hits) + 1)
+                    i, needle = hits[0]
+                    # a reference's definition may stand anywhere (often at the field's end):
+                    # the links written after this one are still searched from here
+                    return n, (after if needle == reference else (n, i + 1))
         return self.line_of(file, line, url), after
 
     def mark_origins(self, fragment, file, line):
@@ -346,6 +354,15 @@ def source_rows(html_lines, cited, root) -> Markup:
         else:
             rows.append(f'<tr id="L{n}"><td class="ln">{n}</td><td class="code">{code}</td></tr>\n')
     return Markup("".join(rows))
+
+
+def _all_finds(text, needle, start):
+    """Every index of needle in text at or after start."""
+    found, i = [], text.find(needle, start)
+    while i >= 0:
+        found.append(i)
+        i = text.find(needle, i + 1)
+    return found
 
 
 def code_key(lines) -> str:

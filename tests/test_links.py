@@ -100,6 +100,16 @@ def test_the_same_broken_link_twice_is_two_problems_at_their_own_lines_not_at_a_
     assert all("'nope30.html'" in message for _, message in found)
 
 
+def test_a_reference_link_does_not_move_the_search_past_the_links_after_it(tmp_path):
+    # the definition [r]: stands at the end; the link after [y][r], and the three on the next
+    # line, are still each at their own line, and the code span is never one
+    body = ("Intro.\n\nMentioned as code: `[q](nope1.html)`. See [y][r].\n\nThe real link: [z](nope1.html).\n\n"
+            "[b](nope1.html \"t\") [c][r1] [b3](<nope1.html>) [b4](nope1.html)\n\n[r]: nope7.html\n[r1]: nope7.html\n")
+    found = broken_links(tmp_path, body)
+    lines = sorted({line for line, message in found if "'nope1.html'" in message})
+    assert lines == [line_number(body, "[z]"), line_number(body, "[b3]")], found
+
+
 def test_a_link_written_with_a_character_reference_is_found_where_it_was_written(tmp_path):
     body = "Intro.\n\nMore.\n\n<a href=\"&#110;ope8.html\">n</a>\n"
     assert [line for line, _ in broken_links(tmp_path, body)] == [line_number(body, "&#110;ope8")]
