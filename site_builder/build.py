@@ -833,11 +833,12 @@ def check_pages(root: Path, slugs, cache_dir=None, jobs=None):
     training_run.configure(cache, False)
     memos = Memos(cache)
     content = load_content(root, problems)
+    # content that does not load comes first: a page that failed to load is not "no such page"
+    if any(not p.warning for p in problems):
+        return [p for p in problems if not p.warning], [p for p in problems if p.warning], {}
     unknown = [s for s in slugs if s not in content.pages]
     if unknown and content.pages:
         raise UnknownPages(unknown, list(content.pages))
-    if any(not p.warning for p in problems):
-        return [p for p in problems if not p.warning], [p for p in problems if p.warning], {}
     try:
         index = reused_index(root)
     except SourceError as e:

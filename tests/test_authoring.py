@@ -496,3 +496,15 @@ def test_check_page_names_an_unknown_page_on_the_command_line_and_lists_a_page_o
     twice = run("mini", "mini")
     last = (twice.stdout + twice.stderr).strip().splitlines()[-1]
     assert "mini, mini" not in last and ("(mini)" in last or last.endswith(" on mini")), last
+
+
+def test_check_page_of_a_page_that_does_not_load_reports_why_not_no_such_page(tmp_path):
+    # other.md has a YAML error, so it is not among the loaded pages: that is the problem to
+    # report, at its line, not "--page other: no such page"
+    from site_builder.build import check_pages
+    root = mini_repo(tmp_path, SITE.replace("nav: [mini]", "nav: [mini, other]"), PAGE, {})
+    broken = PAGE.replace("title: Mini", "title: Other", 1).replace("id: mini-", "id: other-").replace(
+        "    what: w", "    what: [w", 1)
+    (root / "content" / "pages" / "other.md").write_text(broken)
+    failing, _, _ = check_pages(root, ["other"], cache_dir=tmp_path / "cache")
+    assert [p.file for p in failing] == ["content/pages/other.md"] and "malformed YAML" in failing[0].message, failing
