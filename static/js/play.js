@@ -5,8 +5,9 @@
 // `python3 build_site.py serve` (its /__reload.js is on the page) the free-input fields appear:
 // the serve process validates the value, runs the same example function on it and answers
 // with the body rendered by the same template (site_builder/playground.py). A value typed
-// there and run is kept in the URL too (?prompt=the+cat), and a link with it runs it again
-// under serve; a static host has no code to run, so it says the value is not among the choices.
+// there and run is kept in the URL too, under a key of its own (?typed-prompt=the+cat: a menu's
+// value may be the same text, ?prompt=1 is its second choice), and a link with it runs it again
+// under serve; a static host has no code to run, so it says so.
 (() => {
   "use strict";
   const forms = [...document.querySelectorAll("form.play[data-example]")];
@@ -71,15 +72,17 @@
   }
 
   const typed = (form) => [...form.querySelectorAll("input[data-free]")].filter((i) => i.value.trim() !== "");
+  const typedKey = (input) => `typed-${input.name}`;
+  // a value from the URL, shortened for a status line
+  const shown = (text) => (text.length > 40 ? `${text.slice(0, 40)}…` : text);
 
   function keepInUrl() {
     const params = new URLSearchParams(location.search);
     for (const form of forms) {
       for (const s of selects(form)) params.set(s.name, s.value);
       for (const input of form.querySelectorAll("input[data-free]")) {
-        // a typed value stands for its menu's (same name); an emptied one gives the menu back
-        if (input.value.trim() !== "") params.set(input.name, input.value);
-        else if (!form.querySelector(`select[name="${input.name}"]`)) params.delete(input.name);
+        if (input.value.trim() !== "") params.set(typedKey(input), input.value);
+        else params.delete(typedKey(input));
       }
     }
     history.replaceState(history.state, "", `?${params}${location.hash}`);
@@ -111,19 +114,18 @@
   for (const form of forms) {
     first.set(form, body(form).innerHTML);
     let moved = false;
-    const unknown = [], matched = new Set();
+    const unknown = [], unrun = [];
     for (const s of selects(form)) {
       const want = params.get(s.name);
       // ?temperature=2 picks the choice 2.0: the same number, written another way
       const match = want === null ? null : [...s.options].find((o) => o.value === want ||
         (want.trim() !== "" && !isNaN(Number(want)) && !isNaN(Number(o.value)) && Number(o.value) === Number(want)));
       const free = form.querySelector(`input[data-free][name="${s.name}"]`);
-      if (match) matched.add(s.name);
       if (match && s.value !== match.value) {
         s.value = match.value;
         moved = true;
-      } else if (want !== null && !match && !(serve && free && want.trim() !== "")) {
-        unknown.push(`${s.name}=${want}`);   // under serve its free field takes it (below)
+      } else if (want !== null && !match) {
+        unknown.push(`${s.name}=${shown(want)}`);
       }
       s.addEventListener("change", () => {
         if (free) free.value = "";
@@ -141,23 +143,24 @@
         else choose(form);
       });
     }
-    // A typed value in the link (?prompt=...): under serve it is typed in and run below; a
-    // static host cannot run it, and a field with no menu has no choice to fall back to.
+    // A typed value in the link (?typed-prompt=...): under serve it is typed in and run; a
+    // static host has no code to run it.
     let wanted = false;
     for (const input of form.querySelectorAll("input[data-free]")) {
-      const want = params.get(input.name);
-      const menu = form.querySelector(`select[name="${input.name}"]`);
-      if (want === null || want.trim() === "" || matched.has(input.name)) continue;
+      const want = params.get(typedKey(input));
+      if (want === null || want.trim() === "") continue;
       if (serve) {
         input.value = want;
         wanted = true;
-      } else if (!menu) {
-        unknown.push(`${input.name}=${want}`);
+      } else {
+        unrun.push(`${input.name} "${shown(want)}"`);
       }
     }
+    const showing = selects(form).map((s) => `${s.name}=${s.value}`).join(", ");
+    if (unknown.length) say(form, `The link asks for ${unknown.join(" and ")}, which ${unknown.length > 1 ? "are" : "is"} not among the choices; the page shows ${showing}.`, true);
+    else if (unrun.length) say(form, `The link asks for a typed ${unrun.join(" and ")}, which only serve can run (the note above says how); the page shows ${showing}.`, true);
     if (wanted) mine(form);
     else if (moved) choose(form);
-    if (unknown.length) say(form, `The link asks for ${unknown.join(" and ")}, which ${unknown.length > 1 ? "are" : "is"} not among the choices; the page shows ${selects(form).map((s) => `${s.name}=${s.value}`).join(", ")}.`, true);
     if (serve) {
       for (const label of form.querySelectorAll(".play-free")) label.hidden = false;
       for (const note of form.querySelectorAll(".play-note")) note.hidden = true;

@@ -83,7 +83,7 @@ def test_a_typed_prompt_is_recomputed_under_serve(page, play_server):
     assert ex.locator(".example-body svg.heatmap").inner_html() != cells_before, "the heatmap changed"
     assert "text typed by the reader" in ex.locator(".provenance").text_content()
     assert "Recomputed by the real code" in ex.locator(".play-status").text_content()
-    assert "prompt=the+cat+sat+on" in page.url and "head=1" in page.url, "the typed value is kept in the URL"
+    assert "typed-prompt=the+cat+sat+on" in page.url and "head=1" in page.url, "the typed value is kept in the URL"
     free.fill("naïve €")
     ex.get_by_role("button", name="Run on my input").click()
     page.wait_for_function("(el) => el.querySelector('.play-status').textContent.includes('never seen')",
@@ -93,16 +93,30 @@ def test_a_typed_prompt_is_recomputed_under_serve(page, play_server):
 
 
 def test_a_link_with_a_typed_prompt_runs_it_under_serve(page, play_server):
-    page.goto(play_server.url + "attention.html?head=1&prompt=to+be+or")
+    page.goto(play_server.url + "attention.html?head=1&typed-prompt=to+be+or")
     ex = example_with(page, "head")
     page.wait_for_function("(el) => el.querySelector('svg.heatmap').getAttribute('aria-label').includes('to be or')",
                            arg=ex.element_handle(), timeout=60000)
     assert ex.locator('input[name="prompt"]').input_value() == "to be or"
     assert "head 1" in heatmap_label(ex)
     assert "Recomputed by the real code" in ex.locator(".play-status").text_content()
+    # typed text that reads like a menu's value (the prompt menu's values are 0, 1, ...) is
+    # still the typed text: ?typed-prompt=1, not ?prompt=1 (the menu's second choice)
+    ex.locator('input[name="prompt"]').fill("1")
+    ex.get_by_role("button", name="Run on my input").click()
+    page.wait_for_function("() => location.search.includes('typed-prompt=1')", timeout=60000)
+    assert ex.locator('select[name="prompt"]').input_value() == "0"
+    page.goto(page.url)
+    ex = example_with(page, "head")
+    page.wait_for_function("(el) => el.querySelector('.play-status').textContent.includes('Recomputed')",
+                           arg=ex.element_handle(), timeout=60000)
+    assert ex.locator('input[name="prompt"]').input_value() == "1"
+    assert "'1'" in heatmap_label(ex)
 
 
 def test_a_typed_prompt_in_a_link_is_said_on_the_static_site(page, site_url):
-    page.goto(site_url + "attention.html?prompt=to+be+or")
+    page.goto(site_url + "attention.html?typed-prompt=" + "to+be+or" * 20)
     status = example_with(page, "head").locator(".play-status")
-    assert "prompt=to be or, which is not among the choices" in status.text_content()
+    text = status.text_content()
+    assert 'a typed prompt "to be orto be or' in text and "only serve can run" in text, text
+    assert len(text) < 200, "a long value is shortened"
