@@ -144,9 +144,8 @@ def index_site(folder: Path, bundle: Path = None) -> Path:
     if returncode == "stopped":
         raise SearchIndexError(f"pagefind was stopped from outside (state T for {worker.STOPPED_SECONDS:g} s) "
                                f"twice, and killed each time")
-    proc = subprocess.CompletedProcess(cmd, returncode, stdout, stderr)
-    if proc.returncode != 0 or not (bundle / "pagefind.js").is_file():
-        message = (proc.stderr or proc.stdout).strip() or f"exit status {proc.returncode}"
+    if returncode != 0 or not (bundle / "pagefind.js").is_file():
+        message = (stderr or stdout).strip() or f"exit status {returncode}"
         raise SearchIndexError(f"pagefind failed: {message}")
     for name in UNUSED:
         (bundle / name).unlink(missing_ok=True)
