@@ -7,11 +7,16 @@ this; it knows the OpenType MATH table, so the subset keeps the TeX metrics, the
 variants and the stretchy-delimiter assemblies of the glyphs it keeps).
 
 Which characters. Every character of the text inside <math> on any page (the TeX source in
-<annotation> is not shown and is not counted), and the styled forms (Mathematical
-Alphanumeric Symbols) a browser may draw instead: math italic for a single-letter <mi>
-(MathML Core's `text-transform: math-auto`), and the `mathvariant` of the text's element.
-The MATH table's size variants and assemblies and the `ssty`/`dtls` alternates of those
-glyphs come along through the subsetter's closure.
+<annotation> is not shown and is not counted), the styled forms (Mathematical Alphanumeric
+Symbols) a browser may draw instead (math italic for a single-letter <mi>, MathML Core's
+`text-transform: math-auto`), the glyphs an element's layout draws that are no character of
+its text (a root's radical, LAYOUT_GLYPHS), and the space, which decides which font lays the
+line out (ALWAYS). The MATH table's size variants and assemblies of every glyph kept (the sizes
+of a stretched delimiter, a root or a large operator, and the parts they are built from) come
+along through the subsetter's MATH closure, and the `ssty`/`dtls` alternates are added here.
+Whether that is all a page can reach is not argued but measured: tests/browser/
+test_math_drawing.py draws every formula of the site in this subset and in the full font, and
+the two must give the same boxes and the same pixels.
 
 Determinism. The same font bytes and the same characters give the same bytes: the `head`
 table's modification time is not set to the clock (recalcTimestamp off) and WOFF2's Brotli
@@ -25,29 +30,28 @@ math) would fall back to the system's math font.
 import hashlib
 import io
 import re
-import unicodedata
 from html.parser import HTMLParser
 from pathlib import Path
 
+from site_builder import mathrender
+
 FONT_FILE = "latinmodern-math.woff2"
 MATH_BLOCK = re.compile(r"<math[\s>].*?</math>", re.S)
-# mathvariant -> the prefix of its characters' names in the Mathematical Alphanumeric Symbols.
-VARIANTS = {"italic": "MATHEMATICAL ITALIC", "bold": "MATHEMATICAL BOLD", "bold-italic": "MATHEMATICAL BOLD ITALIC",
-            "double-struck": "MATHEMATICAL DOUBLE-STRUCK", "script": "MATHEMATICAL SCRIPT",
-            "bold-script": "MATHEMATICAL BOLD SCRIPT", "fraktur": "MATHEMATICAL FRAKTUR",
-            "bold-fraktur": "MATHEMATICAL BOLD FRAKTUR", "sans-serif": "MATHEMATICAL SANS-SERIF",
-            "bold-sans-serif": "MATHEMATICAL SANS-SERIF BOLD", "monospace": "MATHEMATICAL MONOSPACE"}
-# Where the block has a hole because a letterlike symbol existed already (U+210E for italic h,
-# U+211D for double-struck R, ...), the letterlike symbol's name is the styled name without
-# "MATHEMATICAL " (fraktur's are BLACK-LETTER).
-HOLE_NAMES = (("MATHEMATICAL ITALIC SMALL H", "PLANCK CONSTANT"), ("MATHEMATICAL FRAKTUR", "BLACK-LETTER"),
-              ("MATHEMATICAL ", ""))
 # Where MathML draws a child smaller (MathML Core's math-depth, from its user agent style
 # sheet): the scripts of these (every child but the first) go one level deeper; the children
 # of a fraction go one level deeper when the fraction is already compact (inline math, or a
 # fraction inside a fraction or a script). The browser then draws depth 1 with the font's
 # first script-size alternate (ssty 1) and deeper with the second.
 SCRIPTED = {"msub", "msup", "msubsup", "munder", "mover", "munderover", "mmultiscripts", "mroot"}
+# What the layout of an element draws that is no character of its text: a root's radical sign
+# (MathML Core draws <msqrt> and <mroot> with U+221A, its size variants and its assembly,
+# which the subsetter's MATH closure adds once the base glyph is in). Without it Chromium drew
+# every root with no sign at all.
+LAYOUT_GLYPHS = {"msqrt": {"\u221a"}, "mroot": {"\u221a"}}
+# The browser lays a line out with the metrics of the "first available font": the first of the
+# family list that has a space (Chromium's primary font). A subset without U+0020 gave every
+# formula the fallback font's line height, one to three pixels off.
+ALWAYS = {" ", "\u00a0"}
 # The GSUB features the math layout uses: script-size alternates and dotless forms under
 # accents. `aalt` (every alternate of every glyph) would pull in most of the font.
 FEATURES = ["ssty", "dtls"]
@@ -80,6 +84,8 @@ class MathText(HTMLParser):
         elif parent[0] == "mfrac":                     # auto-add: one deeper if already compact
             depth, compact = depth + (1 if compact else 0), True
         self.stack.append([tag, attrs.get("mathvariant"), depth, compact, 0])
+        if tag in LAYOUT_GLYPHS:
+            self.chars |= LAYOUT_GLYPHS[tag]
         if tag.startswith("annotation"):
             self.annotation_depth += 1
 
@@ -100,37 +106,11 @@ class MathText(HTMLParser):
         variant = next((entry[1] for entry in reversed(self.stack) if entry[1]), None)
         if variant is None and self.stack[-1][0] == "mi" and len(data.strip()) == 1:
             variant = "italic"
-        for ch in data:
-            drawn |= styled_forms(ch, variant)
+        drawn |= {mathrender.styled_letter(ch, variant) for ch in data}
         self.chars |= drawn
         depth = self.stack[-1][2]
         if depth:
             self.by_depth[min(depth, 2)] |= drawn
-
-
-def styled_forms(ch: str, variant) -> set:
-    """The form of a letter or digit in a mathvariant (none for other characters)."""
-    if variant not in VARIANTS:
-        return set()
-    try:
-        name = unicodedata.name(ch)
-    except ValueError:
-        return set()
-    for prefix, short in (("LATIN CAPITAL LETTER ", "CAPITAL "), ("LATIN SMALL LETTER ", "SMALL "),
-                          ("GREEK CAPITAL LETTER ", "CAPITAL "), ("GREEK SMALL LETTER ", "SMALL "),
-                          ("DIGIT ", "DIGIT ")):
-        if name.startswith(prefix):
-            full = f"{VARIANTS[variant]} {short}{name[len(prefix):]}"
-            break
-    else:
-        return set()
-    for styled, hole in ((full, full),) + HOLE_NAMES:
-        if full.startswith(styled):
-            try:
-                return {unicodedata.lookup(hole + full[len(styled):])}
-            except KeyError:
-                continue
-    return set()
 
 
 def page_math(html) -> tuple:
@@ -163,8 +143,8 @@ def math_characters(pages) -> tuple:
         depth1 |= level1
         depth2 |= level2
     _SCANNED.clear()
-    blank = set(" \t\r\n")
-    return tuple("".join(sorted(c - blank)) for c in (chars, depth1, depth2))
+    blank = set("\t\r\n")
+    return tuple("".join(sorted(c - blank)) for c in (chars | ALWAYS, depth1 - ALWAYS, depth2 - ALWAYS))
 
 
 def subset_key(font: bytes, chars) -> str:
@@ -223,7 +203,8 @@ def subset_font(font: bytes, chars) -> bytes:
     options.name_IDs = ["*"]               # the licence and copyright names stay with the font
     options.notdef_outline = True
     options.recalc_timestamp = False       # bytes must not depend on the clock
-    options.hinting = False                # CFF hints: 10 % of the bytes, for low-resolution screens
+    # CFF hints stay (12 % of the bytes): Chromium's FreeType draws glyphs hinted, and glyphs
+    # without hints had other ink boxes, so 547 formulas came out a pixel taller or shorter
     options.desubroutinize = True          # Brotli packs the plain charstrings better (3 %)
     # MATH is the reason for this font; FFTM (FontForge's timestamps) is not needed
     options.drop_tables = [t for t in options.drop_tables if t != "MATH"] + ["FFTM"]

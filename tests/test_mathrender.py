@@ -1,9 +1,10 @@
 import re
 from concurrent.futures import ThreadPoolExecutor
+from html import unescape as html_unescape
 
 import pytest
 
-from site_builder.mathrender import KATEX_DIR, TexError, katex_version, render_tex
+from site_builder.mathrender import KATEX_DIR, TexError, katex_version, render_tex, styled_letter
 
 
 def test_inline_and_display_fraction():
@@ -24,7 +25,7 @@ def test_inline_and_display_fraction():
     [
         (r"\begin{bmatrix}1&0\\0&1\end{bmatrix}", "<mtable"),
         (r"\operatorname{ReLU}(x)", "ReLU"),
-        (r"\mathbb{1}", 'mathvariant="double-struck"'),
+        (r"\mathbb{1}", "<mn>\U0001d7d9</mn>"),
         (r"a \odot b", "⊙"),
         (r"\mathrm{Ff}", "Ff"),
         (r"\tfrac{1}{2}", "<mfrac>"),
@@ -130,3 +131,48 @@ def test_a_meta_description_with_math_reads_as_the_math_is_seen():
     text = plain_text(summary)
     assert "\\text" not in text and "{" not in text and "alert" not in text
     assert text.startswith("The rate scaled by dmodel") and text.endswith(', "quoted" & done.')
+
+
+# TeX's style commands and the mathvariant KaTeX gives them
+STYLE_COMMANDS = {"mathbb": "double-struck", "mathbf": "bold", "mathcal": "script", "mathscr": "script",
+                  "boldsymbol": "bold-italic", "mathfrak": "fraktur", "mathsf": "sans-serif",
+                  "mathtt": "monospace", "texttt": "monospace", "mathit": "italic"}
+STYLED_TEX = re.compile(r"\\(" + "|".join(STYLE_COMMANDS) + r")\{([^{}]*)\}")
+
+
+@pytest.mark.parametrize("tex, drawn", [(r"\mathbb{E}", "<mi>\U0001d53c</mi>"), (r"\mathbb{1}", "<mn>\U0001d7d9</mn>"),
+                                        (r"\mathbf{1}", "<mn>\U0001d7cf</mn>"), (r"\mathcal{L}", "<mi>\u2112</mi>"),
+                                        (r"\boldsymbol{x}", "<mi>\U0001d499</mi>"), (r"\mathbb{R}", "<mi>\u211d</mi>"),
+                                        (r"\texttt{b0.w}", "<mtext>\U0001d68b\U0001d7f6.\U0001d6a0</mtext>")])
+def test_styled_letters_are_their_code_points_not_a_mathvariant(tex, drawn):
+    # MathML Core (Chromium) ignores mathvariant: KaTeX's <mi mathvariant="double-struck">E</mi>
+    # was drawn as an italic E
+    html = render_tex(tex, display=False)
+    assert drawn in html and "mathvariant" not in html
+
+
+def test_a_marked_symbol_keeps_its_style_and_its_class():
+    html = render_tex(r"\htmlClass{sym-2}{\mathcal{L}} = \mathbb{E}[\ell]", display=True, symbol_classes=True)
+    assert '<mi class="sym-2">\u2112</mi>' in html and "<mi>\U0001d53c</mi>" in html
+    assert set(re.findall(r'mathvariant="([^"]*)"', html)) <= {"normal"}
+
+
+def test_the_built_math_has_no_mathvariant_but_normal_and_every_styled_letter_drawn(built_site):
+    pages = sorted(built_site.glob("*.html"))
+    variants, missing, styled_seen = set(), [], 0
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        variants |= set(re.findall(r'mathvariant="([^"]*)"', text))
+        for block in re.findall(r"<math[\s>].*?</math>", text, re.S):
+            shown, _, tex = block.partition('<annotation encoding="application/x-tex">')
+            tex = html_unescape(tex)
+            for command, letters in STYLED_TEX.findall(tex):
+                for ch in letters:
+                    styled = styled_letter(ch, STYLE_COMMANDS[command])
+                    if styled != ch:
+                        styled_seen += 1
+                        if styled not in shown:
+                            missing.append(f"{page.name}: \\{command}{{{letters}}} has no {styled} in its MathML")
+    assert variants <= {"normal"}, f"mathvariant other than normal in the output: {sorted(variants - {'normal'})}"
+    assert styled_seen > 50, "the site's TeX should hold the styled letters this test is for"
+    assert not missing, "\n".join(missing[:20])

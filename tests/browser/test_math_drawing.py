@@ -1,0 +1,177 @@
+"""The shipped math font draws every formula of the site exactly as the full font does.
+
+The site ships Latin Modern Math cut down to what its pages use (site_builder/fontsubset.py).
+A subset that lacks a glyph the MathML layout reaches (the radical of <msqrt>, a size variant
+of a stretched delimiter, a part of a stretchy assembly) changes what the reader sees while
+every character of the text is still in the font. So this compares drawings, not markup:
+every distinct <math> element of the built site is drawn in Chromium twice, once in the
+shipped subset and once in the full vendored font (no fallback font in either), and
+
+- every element's box must be the same in both, and
+- every element holding a radical, a stretchy or a large operator, or an accent, must be
+  drawn with the same pixels in both.
+
+The elements sit in blocks of whole-pixel heights, the same in both drawings, so a block's
+pixels depend on nothing but its own math; the blocks are compared in groups (one screenshot
+each), and only a group that differs is compared element by element, to name them.
+"""
+import functools
+import html
+import re
+import threading
+from http.server import ThreadingHTTPServer
+
+import pytest
+
+from site_builder import fontsubset
+from site_builder.mathrender import render_tex
+from tests.browser.conftest import QuietHandler
+from tests.conftest import ROOT
+
+MATH_ELEMENT = re.compile(r"<math[\s>].*?</math>", re.S)
+FONT_DIR = "static/vendor/latinmodern-math/"
+# What MathML layout draws beyond the characters of the text: radicals, stretched or large
+# operators (a fence or a large operator stretches by the operator dictionary unless
+# stretchy="false"), and accents over or under a base.
+STRETCHY_TEXT = set("()[]{}|‖∥⌈⌉⌊⌋⟨⟩∑∏∫∮⋃⋂⨁⨂←→↔⇐⇒⇔↦‾_^~ˆ˜⏞⏟⏜⏝")
+OPERATOR = re.compile(r"<mo(?P<attrs>[^>]*)>(?P<text>[^<]*)</mo>")
+GROUP = 40
+# one delimiter at each size TeX's \big commands set, and a bar (KaTeX writes \Big| as U+2223)
+SIZED = [r"f(x)", r"f\big(x\big)", r"f\Big(x\Big)", r"f\bigg(x\bigg)", r"f\Bigg(x\Bigg)", r"f|x|", r"f\Big|x\Big|"]
+
+
+def distinct_math(site):
+    """Every distinct <math> element of the built pages, in a stable order."""
+    found = {}
+    for page in sorted(site.rglob("*.html")):
+        for block in MATH_ELEMENT.findall(page.read_text(encoding="utf-8")):
+            found.setdefault(block, page.relative_to(site).as_posix())
+    return sorted((page, block) for block, page in found.items())
+
+
+def draws_beyond_text(block):
+    """Whether the layout of `block` reaches glyphs that are not characters of its text."""
+    if re.search(r"<(msqrt|mroot)[\s>]|accent(under)?=\"true\"", block):
+        return True
+    for m in OPERATOR.finditer(block):
+        text = html.unescape(m.group("text")).strip()
+        stretchy = 'stretchy="true"' in m.group("attrs") or (
+            'stretchy="false"' not in m.group("attrs") and text in STRETCHY_TEXT)
+        if stretchy or 'largeop="true"' in m.group("attrs"):
+            return True
+    return False
+
+
+def test_the_selection_finds_radicals_fences_and_stretchy_operators():
+    # the selection must see the constructs it exists for
+    assert draws_beyond_text("<math><msqrt><mi>x</mi></msqrt></math>")
+    assert draws_beyond_text('<math><mo fence="true">(</mo></math>')
+    assert draws_beyond_text('<math><mo stretchy="true">⏟</mo></math>')
+    assert not draws_beyond_text('<math><mo stretchy="false">(</mo><mi>x</mi></math>')
+
+
+@pytest.fixture(scope="module")
+def drawing_page(built_site, tmp_path_factory):
+    """A page holding every distinct math element of the site, and the two fonts, served on
+    127.0.0.1; yields (url, [(page, element), ...])."""
+    folder = tmp_path_factory.mktemp("math-drawing")
+    (folder / "subset.woff2").write_bytes((built_site / FONT_DIR / fontsubset.FONT_FILE).read_bytes())
+    (folder / "full.woff2").write_bytes((ROOT / FONT_DIR / fontsubset.FONT_FILE).read_bytes())
+    cases = distinct_math(built_site)
+    body = "\n".join(f'<div class="case" id="case-{i}">{block}</div>' for i, (_, block) in enumerate(cases))
+    (folder / "index.html").write_text(f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>math drawing</title><style>
+@font-face {{ font-family: "Shipped subset"; src: url(subset.woff2) format("woff2"); }}
+@font-face {{ font-family: "Full font"; src: url(full.woff2) format("woff2"); }}
+body {{ margin: 0; width: 900px; background: #fff; color: #000; }}
+body.subset math {{ font-family: "Shipped subset"; }}
+body.full math {{ font-family: "Full font"; }}
+math {{ font-size: 22px; }}
+.case {{ display: flow-root; padding: 4px 8px; overflow: hidden; }}
+</style></head><body class="full">{body}</body></html>""", encoding="utf-8")
+    sizes = "".join(f'<p class="sized">{render_tex(tex, display=False)}</p>' for tex in SIZED)
+    (folder / "delimiters.html").write_text(
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>delimiters</title><style>'
+        '@font-face { font-family: "Full font"; src: url(full.woff2) format("woff2"); }'
+        f'math {{ font-family: "Full font"; font-size: 22px; }}</style></head><body>{sizes}</body></html>',
+        encoding="utf-8")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(folder)))
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, kwargs=dict(poll_interval=0.1), daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}/index.html", cases
+    server.shutdown()
+    server.server_close()
+
+
+BOXES_JS = """mode => {
+  document.body.className = mode;
+  return [...document.querySelectorAll(".case")].map(c => {
+    const math = c.querySelector("math").getBoundingClientRect();
+    return [c.getBoundingClientRect().height, math.width, math.height];
+  });
+}"""
+
+
+def draw(page, mode):
+    """The boxes of every case with `mode`'s font (after the font has loaded)."""
+    page.evaluate("mode => { document.body.className = mode; }", mode)
+    page.evaluate("() => document.fonts.ready")
+    family = "Shipped subset" if mode == "subset" else "Full font"
+    assert page.evaluate(f"() => document.fonts.check('22px \"{family}\"')"), f"{family} did not load"
+    return page.evaluate(BOXES_JS, mode)
+
+
+def test_every_formula_is_drawn_in_the_shipped_font_as_in_the_full_font(page, drawing_page):
+    url, cases = drawing_page
+    page.set_viewport_size({"width": 900, "height": 900})
+    page.goto(url)
+    page.evaluate("() => Promise.all([...document.fonts].map(f => f.load()))")
+    full, subset = draw(page, "full"), draw(page, "subset")
+    where = lambda i: f"{cases[i][0]}: {re.sub(r'<annotation.*', '', cases[i][1])[:160]}..."  # noqa: E731
+    boxes = [f"{where(i)}\n    full font {f[1]:.2f}x{f[2]:.2f}, shipped {s[1]:.2f}x{s[2]:.2f}"
+             for i, (f, s) in enumerate(zip(full, subset)) if abs(f[1] - s[1]) > 0.01 or abs(f[2] - s[2]) > 0.01]
+    # whole-pixel block heights, the same in both drawings, so pixels compare block by block
+    heights = [int(max(f[0], s[0])) + 2 for f, s in zip(full, subset)]
+    page.evaluate("hs => document.querySelectorAll('.case').forEach((c, i) => c.style.height = hs[i] + 'px')",
+                  heights)
+    drawn = [i for i, (_, block) in enumerate(cases) if draws_beyond_text(block)]
+    assert drawn, "no formula of the site holds a radical, a stretchy or large operator, or an accent"
+    pixels = []
+    for start in range(0, len(drawn), GROUP):
+        group = drawn[start:start + GROUP]
+        shots = {}
+        for mode in ("full", "subset"):
+            draw(page, mode)
+            page.evaluate("ids => document.querySelectorAll('.case').forEach((c, i) => "
+                          "c.hidden = !ids.includes(i))", group)
+            shots[mode] = page.locator("body").screenshot(animations="disabled")
+        if shots["full"] == shots["subset"]:
+            continue
+        for i in group:                      # name the elements that differ
+            one = {}
+            for mode in ("full", "subset"):
+                draw(page, mode)
+                one[mode] = page.locator(f"#case-{i}").screenshot(animations="disabled")
+            if one["full"] != one["subset"]:
+                pixels.append(where(i))
+    page.evaluate("() => document.querySelectorAll('.case').forEach(c => c.hidden = false)")
+    problems = ([f"{len(boxes)} formulas have another box in the shipped font:"] + boxes[:20] if boxes else []) + (
+        [f"{len(pixels)} formulas are drawn with other pixels in the shipped font:"] + pixels[:20] if pixels else [])
+    assert not problems, "\n".join(problems)
+
+
+def test_delimiters_sized_by_big_are_drawn_at_their_size(page, drawing_page):
+    url, _ = drawing_page
+    page.goto(url.replace("index.html", "delimiters.html"))
+    page.evaluate("() => Promise.all([...document.fonts].map(f => f.load()))")
+    # [height of the opening delimiter, gap between "f" and it] for each formula of SIZED
+    drawn = page.evaluate("""() => [...document.querySelectorAll('.sized math')].map(m => {
+        const f = m.querySelector('mi'), open = f.nextElementSibling;
+        return [open.getBoundingClientRect().height,
+                open.getBoundingClientRect().left - f.getBoundingClientRect().right];
+    })""")
+    heights = [h for h, _ in drawn]
+    assert heights[0] < heights[1] < heights[2] < heights[3] < heights[4], f"delimiter heights {heights[:5]}"
+    assert heights[6] > heights[5] * 1.3, f"\\Big| is drawn {heights[6]:.1f} px high, | {heights[5]:.1f} px"
+    # TeX sets \big( as an ordinary symbol: no gap after the f that a plain ( has not
+    assert all(abs(gap - drawn[0][1]) < 0.5 for _, gap in drawn[1:5]), f"gaps after f: {[g for _, g in drawn]}"
