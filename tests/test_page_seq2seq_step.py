@@ -16,6 +16,7 @@ from model.attention import causal_mask, mha_forward, split_heads
 from model.ops import cross_entropy_forward, cross_entropy_backward, layer_norm_forward, smoothed_targets
 from model.optim import AdamW, noam_lr
 from site_builder.examples import load_example, fmt_array, fmt_number
+from site_builder.plots import SUBSCRIPT, SUPERSCRIPT
 from tests.conftest import ROOT
 
 SLUG = "seq2seq-step"
@@ -371,6 +372,24 @@ def test_adam_step(mod):
     AdamW(params, lr=noam_lr(1, 512), betas=(beta1, beta2), eps=eps).step(
         params, {"out_w": r["grads"]["out_w"], "out_b": r["grads"]["out_b"]})
     assert params["out_w"][0, 0] == data["w1"]
+
+
+def test_adam_table_shows_the_general_bias_correction_and_the_step_it_ran(mod):
+    """The corrections divide by 1 - β^t; the table writes that form, and the t it is evaluated
+    at is the optimizer's own counter after the call, not a typed 1."""
+    result = example("adam_step")
+    t = result.data["t"]
+    opt = AdamW({"w": np.zeros(1)}, lr=0.0)
+    opt.step({"w": np.zeros(1)}, {"w": np.ones(1)}, 0.0)
+    assert t == opt.t
+    rows = {row[1]: row for row in result.blocks[0]["rows"]}
+    assert rows["opt.t"][3] == str(t)
+    sub, sup = str(t).translate(SUBSCRIPT), str(t).translate(SUPERSCRIPT)
+    assert rows["m / c1"][0].startswith("m̂ₜ = mₜ / (1 - β₁ᵗ)") and rows["m / c1"][0].endswith(f"at t = {t}: m̂{sub}")
+    assert rows["v / c2"][0].startswith("v̂ₜ = vₜ / (1 - β₂ᵗ)") and rows["v / c2"][0].endswith(f"at t = {t}: v̂{sub}")
+    assert rows["c1, c2"][0].endswith(f"1 - β₁{sup}, 1 - β₂{sup}")
+    beta1, beta2 = mod.ADAM_KW["betas"]
+    assert result.data["c1"] == pytest.approx(1 - beta1 ** t) and result.data["c2"] == pytest.approx(1 - beta2 ** t)
 
 
 def test_noam_lr_at_the_derivation_s_steps():
