@@ -496,3 +496,20 @@ def test_page_labels_hand_values_and_hand_picked_weights(site_page):
     for needle in ["Hand value (derivation)", "This code, from the derivation&#39;s inputs", "This code, exact inputs",
                    "Hand-picked inputs", "Note · measured", "tie_output=False"]:
         assert needle in html, needle
+
+
+def test_the_page_states_the_runs_own_tie_flag_and_output_weight(site_page, mod):
+    """Whether the toy's output layer is tied is read from the config the examples run, and the
+    output weight named is the one matrix the run's output_backward fills."""
+    import html as html_lib
+    cfg, r = mod.toy_cfg(), mod.stated_h_step()
+    weight = [k for k, g in r["grads"].items() if g.ndim == 2 and g.any()]
+    assert weight == ["out_w" if not cfg.tie_output else s2s.tgt_table(cfg)]
+    text = html_lib.unescape(re.sub(r"<[^>]+>", "", site_page(SLUG)))
+    assert f"sets tie_output to {cfg.tie_output}" in text
+    adam = html_lib.unescape(re.sub(r"<[^>]+>", "", site_page(SLUG).split('id="seq2seq-step-adam"')[1]))
+    assert f"moves the output weight {weight[0]}" in adam
+    # the shapes block names the default's arrays, and says so with both values of the switch
+    default = type(cfg).__dataclass_fields__["tie_output"].default
+    assert default != cfg.tie_output
+    assert f"(tie_output = {default}); seq2seq_step:toy_sizes runs tie_output = {cfg.tie_output}" in adam

@@ -757,10 +757,25 @@ def facts():
                          data=dict(warmup=WARMUP))
 
 
+def output_weight_name():
+    """The parameter the toy's output layer uses as its weight, read from the run: the one
+    matrix whose gradient the stated-h step's output_backward fills (out_w untied, the target
+    table tied)."""
+    moved = [name for name, g in stated_h_step()["grads"].items() if g.ndim == 2 and g.any()]
+    if len(moved) != 1:
+        raise ValueError(f"output_backward filled the gradients of {moved}, expected one weight matrix")
+    return moved[0]
+
+
 def toy_sizes():
     """The config and sequence lengths every example of the page runs with: the shape blocks
-    are sized by them (`config: seq2seq_step:toy_sizes`)."""
-    return ExampleResult([], SOURCE, data=dict(config=toy_cfg(), lengths=dict(S=len(SRC_IDS), T=len(TGT_IN))))
+    are sized by them (`config: seq2seq_step:toy_sizes`). For prose, from the same run: whether
+    its output layer is tied, and the name of the output weight it really has."""
+    cfg = toy_cfg()
+    return ExampleResult([], SOURCE, data=dict(
+        config=cfg, lengths=dict(S=len(SRC_IDS), T=len(TGT_IN)), tie_output=cfg.tie_output,
+        output_layer="tied to the target embedding" if cfg.tie_output else "untied, with a weight of its own",
+        output_weight=output_weight_name()))
 
 
 def three_digits(x):
