@@ -78,6 +78,19 @@ def spoken_list(items):
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+def names_apart(config, ref):
+    """What a shapes block sized at `ref`'s config says when that config flips a switch of the
+    default's: its names are the probe's, found at the default, and may not be the example's."""
+    from site_builder.shapes import switches_apart
+    apart = switches_apart(config)
+    if not apart:
+        return ""
+    default = spoken_list(f"{name} = {was}" for name, was, _ in apart)
+    runs = spoken_list(f"{name} = {now}" for name, _, now in apart)
+    return (f"Names as at the default config, where the shape probe runs ({default}); "
+            f"{ref} runs {runs}, so an array of its own may have another name.")
+
+
 def function_pages(content):
     """qualname -> (page slug, section id) for every concept's main function."""
     out = {}
@@ -746,6 +759,7 @@ class PageBuilder:
                 rows.append(dict(name=label, symbolic=info.symbolic, concrete=info.concrete_str, info=info))
             out.append(dict(title=s["title"], rows=rows, note=self.md(s, "note"),
                             sized_at="At the example's config" if sizes is not None else "At the default config",
+                            names_from=names_apart(sizes["config"], s["config"]) if sizes is not None else "",
                             legend=legend_text([r.pop("info") for r in rows]),
                             at=dict(label=f"{short_file(at.file)}:{at.start}", href=source_url(at.file) + f"#L{at.start}") if at else None))
         return out

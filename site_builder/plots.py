@@ -32,6 +32,7 @@ FONT_TICK, FONT_LABEL = 11, 12
 CHAR_EM = 0.62                 # average glyph width / font size: wider than DejaVu Sans' 0.55-0.6
 SERIES_CLASSES = ("s0", "s1", "s2", "s3", "s4", "s5")
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+SUBSCRIPT = str.maketrans("-0123456789", "₋₀₁₂₃₄₅₆₇₈₉")
 SCALE_STEPS = 16               # segments of a heatmap's colour bar
 
 

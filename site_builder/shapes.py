@@ -61,7 +61,7 @@ __all__ = ["ShapeInfo", "Probe", "ProbeSetup", "ProbeError", "ProbeFailure", "Sh
            "register_probe", "available_probes", "probe_config", "fields_for", "symbolize",
            "check_distinct",
            "run_probe", "infer_shapes", "infer_shapes_by_probe", "check_declared",
-           "parse_shape", "format_shape", "legend_text"]
+           "parse_shape", "format_shape", "legend_text", "switches_apart"]
 
 # --------------------------------------------------------------------------- symbols
 
@@ -655,6 +655,15 @@ def sizes_of(config, lengths=None) -> dict[str, tuple[str, int]]:
     if dk is not None:
         out.setdefault("dk", (attr, dk))
     return out
+
+
+def switches_apart(config) -> list[tuple[str, bool, bool]]:
+    """(field, default, value) of each on/off field of the dataclass `config` that is not at
+    its class default. The probes run at the default, so a shapes block sized at an example's
+    config shows the default's names: where a switch differs (an untied output layer has a
+    weight of its own), the example's own names can differ, and the page says so."""
+    return [(f.name, f.default, getattr(config, f.name)) for f in dataclasses.fields(config)
+            if isinstance(f.default, bool) and getattr(config, f.name) != f.default]
 
 
 def at_config(info: ShapeInfo, sizes: dict[str, tuple[str, int]]):

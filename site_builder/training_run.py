@@ -180,6 +180,18 @@ def trained_run(root: Path | None = None, steps: int = max(SNAPSHOT_STEPS)) -> T
     return _cached_run("language model", key, compute)
 
 
+def run_label(run: TrainingRun) -> str:
+    """How a page names the site's run, read from the run's own record: its step count and
+    what its TrainConfig sets otherwise than the defaults (a page showing a run at the
+    defaults, TrainConfig(), shows another run and says so)."""
+    from dataclasses import asdict
+    from model.config import TrainConfig
+    default = asdict(TrainConfig())
+    changed = ", ".join(f"{k}={v!r}" for k, v in asdict(run.train_cfg).items() if default.get(k) != v)
+    return (f"the site's training run ({run.train_cfg.steps} steps: model.train.train at "
+            f"TrainConfig({changed}), cache key {run.commit_key})")
+
+
 # The encoder-decoder's run on the reversal task, as the seq2seq page shows it; the label
 # smoothing page reads the same run rather than training a second copy of it.
 REVERSAL_RUN = dict(steps=250, seed=0, eval_every=50, num_eval=200, log_every=10)

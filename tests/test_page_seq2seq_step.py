@@ -16,6 +16,7 @@ from model.attention import causal_mask, mha_forward, split_heads
 from model.ops import cross_entropy_forward, cross_entropy_backward, layer_norm_forward, smoothed_targets
 from model.optim import AdamW, noam_lr
 from site_builder.examples import load_example, fmt_array, fmt_number
+from site_builder.plots import SUBSCRIPT, SUPERSCRIPT
 from tests.conftest import ROOT
 
 SLUG = "seq2seq-step"
@@ -373,6 +374,24 @@ def test_adam_step(mod):
     assert params["out_w"][0, 0] == data["w1"]
 
 
+def test_adam_table_shows_the_general_bias_correction_and_the_step_it_ran(mod):
+    """The corrections divide by 1 - β^t; the table writes that form, and the t it is evaluated
+    at is the optimizer's own counter after the call, not a typed 1."""
+    result = example("adam_step")
+    t = result.data["t"]
+    opt = AdamW({"w": np.zeros(1)}, lr=0.0)
+    opt.step({"w": np.zeros(1)}, {"w": np.ones(1)}, 0.0)
+    assert t == opt.t
+    rows = {row[1]: row for row in result.blocks[0]["rows"]}
+    assert rows["opt.t"][3] == str(t)
+    sub, sup = str(t).translate(SUBSCRIPT), str(t).translate(SUPERSCRIPT)
+    assert rows["m / c1"][0].startswith("m̂ₜ = mₜ / (1 - β₁ᵗ)") and rows["m / c1"][0].endswith(f"at t = {t}: m̂{sub}")
+    assert rows["v / c2"][0].startswith("v̂ₜ = vₜ / (1 - β₂ᵗ)") and rows["v / c2"][0].endswith(f"at t = {t}: v̂{sub}")
+    assert rows["c1, c2"][0].endswith(f"1 - β₁{sup}, 1 - β₂{sup}")
+    beta1, beta2 = mod.ADAM_KW["betas"]
+    assert result.data["c1"] == pytest.approx(1 - beta1 ** t) and result.data["c2"] == pytest.approx(1 - beta2 ** t)
+
+
 def test_noam_lr_at_the_derivation_s_steps():
     assert noam_lr(1, 512) == pytest.approx(512 ** -0.5 * 4000 ** -1.5, rel=1e-15)
     assert noam_lr(4000, 512) == pytest.approx(512 ** -0.5 * 4000 ** -0.5, rel=1e-15)
@@ -477,3 +496,20 @@ def test_page_labels_hand_values_and_hand_picked_weights(site_page):
     for needle in ["Hand value (derivation)", "This code, from the derivation&#39;s inputs", "This code, exact inputs",
                    "Hand-picked inputs", "Note · measured", "tie_output=False"]:
         assert needle in html, needle
+
+
+def test_the_page_states_the_runs_own_tie_flag_and_output_weight(site_page, mod):
+    """Whether the toy's output layer is tied is read from the config the examples run, and the
+    output weight named is the one matrix the run's output_backward fills."""
+    import html as html_lib
+    cfg, r = mod.toy_cfg(), mod.stated_h_step()
+    weight = [k for k, g in r["grads"].items() if g.ndim == 2 and g.any()]
+    assert weight == ["out_w" if not cfg.tie_output else s2s.tgt_table(cfg)]
+    text = html_lib.unescape(re.sub(r"<[^>]+>", "", site_page(SLUG)))
+    assert f"sets tie_output to {cfg.tie_output}" in text
+    adam = html_lib.unescape(re.sub(r"<[^>]+>", "", site_page(SLUG).split('id="seq2seq-step-adam"')[1]))
+    assert f"moves the output weight {weight[0]}" in adam
+    # the shapes block names the default's arrays, and says so with both values of the switch
+    default = type(cfg).__dataclass_fields__["tie_output"].default
+    assert default != cfg.tie_output
+    assert f"(tie_output = {default}); seq2seq_step:toy_sizes runs tie_output = {cfg.tie_output}" in adam

@@ -222,3 +222,35 @@ def test_refusals_are_check_compatibles_messages():
     assert rows["eval_every changed (not a trajectory field)"] == "accepted"
     kept = example("refusals")().data["kept"]
     assert [r["step"] for r in kept] == [1, 2, 4]
+
+
+def visible_text(page_html):
+    """A built page as a reader reads it: no tags, scripts or styles, one space between words."""
+    import html as html_lib
+    text = re.sub(r"<script.*?</script>|<style.*?</style>", " ", page_html, flags=re.S)
+    return " ".join(html_lib.unescape(re.sub(r"<[^>]+>", " ", text)).split())
+
+
+def test_every_page_names_the_runs_it_shows_with_their_own_step_counts(built_site, run):
+    """A page showing the site's training run names it, and its step count, from the run's record;
+    a page showing a run at TrainConfig's defaults says so, with that run's step count."""
+    label = training_run.run_label(run)
+    assert f"({run.train_cfg.steps} steps:" in label
+    showing = set()
+    for page in sorted(built_site.glob("*.html")):
+        text = visible_text(page.read_text(encoding="utf-8"))
+        if run.commit_key in text:               # results of the site's run are on this page
+            showing.add(page.stem)
+            assert label in text, f"{page.name} shows the site's run without naming it and its steps"
+        for n in re.findall(r"site's (?:own )?training run[^.]{0,80}?\(?(\d[\d,]*) steps", text):
+            assert int(n.replace(",", "")) == run.train_cfg.steps, f"{page.name}: {n} steps for the site's run"
+        for n in re.findall(r"TrainConfig\(\)`? defaults, (\d[\d,]*) steps", text):
+            assert int(n.replace(",", "")) == TrainConfig().steps, f"{page.name}: {n} steps for a default run"
+    assert {"training", "optimizer", "attention", "generation", "layernorm"} <= showing
+
+
+def test_pages_that_show_a_default_run_say_it_is_not_the_sites(site_page, run):
+    for slug in ("optimizer", "tokens"):
+        text = visible_text(site_page(slug))
+        assert f"TrainConfig() defaults, {TrainConfig().steps} steps" in text, slug
+        assert f"trains {run.train_cfg.steps} steps" in text, slug

@@ -138,3 +138,16 @@ def test_missing_modules_are_skipped_silently(monkeypatch):
     assert PROBES["generate"].build(65) is None
     assert run_probe("seq2seq") is None
     assert "seq2seq" not in shapes.available_probes()
+
+
+def test_a_shapes_block_at_an_example_config_says_which_switches_differ_from_the_probes():
+    """The probes run at the default config; an example's config with a switch flipped (an
+    untied output layer) may name its arrays otherwise, and the block's line says so."""
+    from model.config import Seq2SeqConfig
+    from site_builder.pages import names_apart
+    untied = Seq2SeqConfig(src_vocab_size=5, tgt_vocab_size=4, d_model=4, num_heads=2, tie_output=False)
+    assert shapes.switches_apart(untied) == [("tie_output", True, False)]
+    assert shapes.switches_apart(Seq2SeqConfig(src_vocab_size=5, tgt_vocab_size=4, d_model=4, num_heads=2)) == []
+    line = names_apart(untied, "m:toy")
+    assert "(tie_output = True)" in line and "m:toy runs tie_output = False" in line
+    assert names_apart(ModelConfig(vocab_size=5), "m:lm") == ""

@@ -16,7 +16,7 @@ from site_builder.examples import (ExampleResult, gradcheck_table, table, figure
                                    config_label, stepper, nth_change, steps_table)
 from site_builder.plots import heatmap
 from site_builder.trace import trace_locals, trace_calls
-from site_builder.training_run import corpus_window
+from site_builder.training_run import corpus_window, run_label
 
 SEED = 0
 TINY = ModelConfig(vocab_size=5, seq_len=3, emb_dim=4, num_heads=2, ff_dim=6, num_layers=1)
@@ -147,7 +147,7 @@ def forward_invariants():
         data[label] = A
     return ExampleResult([table(["Attention weights", "Shape of A", "Largest |row sum - 1|", "Hidden entries",
                                  "Hidden entries exactly 0.0", "Visible entries > 0"], rows)],
-                         TINY_SOURCE + f"; and forward() of the trained run {run.commit_key} on {window!r}",
+                         TINY_SOURCE + f"; and forward() of {run_label(run)} on {window!r}",
                          data=data)
 
 
@@ -225,8 +225,8 @@ def trained_heatmaps():
         blocks.append(figure(svg, f"Block {l}, head {h}: {why}. Row t is the query at character t; column s is "
                                   f"the key at character s. A stronger colour is more weight; the grey cells above the "
                                   f"diagonal are hidden by the causal mask. Each row sums to 1."))
-    return ExampleResult(blocks, f"model.transformer.forward, tracing its call of attention_forward in each block, with the parameters of the cached training run "
-                                 f"(cache key {run.commit_key}, step {max(run.snapshots)}, {config_label(run.model_cfg)}) "
+    return ExampleResult(blocks, f"model.transformer.forward, tracing its call of attention_forward in each block, with the final parameters of "
+                                 f"{run_label(run)}, {config_label(run.model_cfg)}, "
                                  f"on {window!r}, characters {start} to {start + T - 1} of the shipped corpus",
                          data=dict(As=As, window=window, heads=chosen_heads(As)))
 
@@ -255,8 +255,8 @@ def chosen_heatmap(prompt=WINDOW_TEXT, layer=0, head=0):
     return ExampleResult([figure(svg, f"Block {layer}, head {head} on {window!r}. Row t is the query at character t; "
                                       f"column s is the key at character s; the grey cells are hidden by the causal mask. "
                                       f"Each row sums to 1 (largest gap {np.abs(A.sum(-1) - 1).max():.1e}).")],
-                         f"model.transformer.forward with the parameters of the cached training run (cache key "
-                         f"{run.commit_key}, {config_label(cfg)}): the weights A that attention_forward of block {layer} "
+                         f"model.transformer.forward with the final parameters of {run_label(run)}, "
+                         f"{config_label(cfg)}: the weights A that attention_forward of block {layer} "
                          f"keeps in its cache, head {head} of {cfg.num_heads}, on {window!r} ({where})",
                          data=dict(A=A, window=window, top=top, seq_len=cfg.seq_len))
 
@@ -270,7 +270,7 @@ def trained_head_table():
     return ExampleResult([table(["Block", "Head", "Mean weight on the same character",
                                  "Mean weight on the previous character", "Mean weight on the first character",
                                  "Mean entropy of a row (nats)"], rows)],
-                         f"the attention weights of the trained run {run.commit_key} on {window!r}; "
+                         f"the attention weights of {run_label(run)} on {window!r}; "
                          f"the previous and first columns average over rows 1 to {len(ids) - 1}")
 
 

@@ -20,7 +20,7 @@ from model.transformer import forward
 from site_builder.examples import ExampleResult, config_label, figure, fmt_number, table
 from site_builder.plots import line_plot
 from site_builder.trace import trace_locals
-from site_builder.training_run import trained_run
+from site_builder.training_run import run_label, trained_run
 
 PROMPT = "ROMEO:\n"                      # hand-picked prompts
 NEXT_PROMPT = "To be, or not to b"       # the probabilities of the character after this one
@@ -47,8 +47,8 @@ def model_and_tokenizer():
 
 
 def _source(run):
-    return (f"the final parameters of the site's training run (trained_run(), cache key {run.commit_key}, "
-            f"{config_label(run.model_cfg)}), tokenizer CharTokenizer.from_dict({{'chars': run.chars}})")
+    return (f"the final parameters of {run_label(run)}, "
+            f"{config_label(run.model_cfg)}, tokenizer CharTokenizer.from_dict({{'chars': run.chars}})")
 
 
 def _show(text):

@@ -10,7 +10,7 @@ from model.transformer import init_params, embed_forward
 from site_builder.examples import (ExampleResult, gradcheck_table, table, fmt_number, fmt_array, matrix,
                                    nth_change, steps_table)
 from site_builder.trace import trace_locals
-from site_builder.training_run import corpus_window
+from site_builder.training_run import corpus_window, run_label
 
 EPS = ModelConfig(vocab_size=1).ln_eps          # the default cfg.ln_eps, read from the dataclass
 
@@ -177,5 +177,6 @@ def real_rows():
                "Variance of a row of Xhat (min to max)", "Largest gap to var / (var + eps)"]
     return ExampleResult([table(headers, rows)],
                          f"embed_forward then the first layer_norm_forward of block 0 on the {len(window)} characters "
-                         f"{window!r} (corpus offset {start}), {cfg.seq_len} rows of d = {cfg.emb_dim}, eps = {cfg.ln_eps:g}",
+                         f"{window!r} (corpus offset {start}), {cfg.seq_len} rows of d = {cfg.emb_dim}, eps = {cfg.ln_eps:g}; "
+                         f"the trained parameters are the last of {run_label(run)}",
                          data=data)

@@ -233,7 +233,7 @@ def clip_example():
 
 
 def clip_during_training():
-    from site_builder.training_run import trained_run
+    from site_builder.training_run import run_label, trained_run
     run = trained_run()
     rows = [r for r in run.metrics if "grad_norm" in r]
     steps = [r["step"] for r in rows]
@@ -250,14 +250,16 @@ def clip_during_training():
                                     ["Norm at the last logged step", fmt_number(norms[-1])]])
     return ExampleResult([figure(svg, "Every logged step of the site's training run. The gradient norm is the "
                                       "value train_step records, before clipping."), summary],
-                         f"the metrics of the site's cached training run ({run.train_cfg.steps} steps of "
-                         f"model.train.train at TrainConfig(steps={run.train_cfg.steps}))",
+                         f"the metrics of {run_label(run)}",
                          data=dict(steps=steps, norms=norms, clipped=clipped, clip=clip))
 
 
 # ----------------------------------------------------------------------------- schedules
 
 def warmup_cosine_plot():
+    """The schedule of a run at TrainConfig's defaults; the site's own run (site_steps) is
+    another run, and the page says so."""
+    from site_builder.training_run import trained_run
     tcfg = TrainConfig()
     steps = list(range(1, tcfg.steps + 1))
     lrs = [warmup_cosine_lr(s, tcfg.lr, tcfg.min_lr, tcfg.warmup_steps, tcfg.steps) for s in steps]
@@ -270,8 +272,9 @@ def warmup_cosine_plot():
             for s, what in points]
     return ExampleResult([figure(svg), table(["Step", "Where in the schedule", "Learning rate"], rows)],
                          f"warmup_cosine_lr(step, max_lr={tcfg.lr:g}, min_lr={tcfg.min_lr:g}, "
-                         f"warmup_steps={tcfg.warmup_steps}, total_steps={tcfg.steps}) for every step",
-                         data=dict(steps=steps, lrs=lrs))
+                         f"warmup_steps={tcfg.warmup_steps}, total_steps={tcfg.steps}) for every step of a run "
+                         f"at TrainConfig()",
+                         data=dict(steps=steps, lrs=lrs, total=tcfg.steps, site_steps=trained_run().train_cfg.steps))
 
 
 NOAM_D, NOAM_WARMUP, NOAM_STEPS = 512, 4000, 100_000     # the base model of Vaswani et al. 2017, Section 5.3

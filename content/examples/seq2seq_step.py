@@ -28,6 +28,7 @@ from model.config import Seq2SeqConfig
 from model.ops import cross_entropy_forward, cross_entropy_backward, layer_norm_forward
 from model.optim import AdamW, noam_lr
 from site_builder.examples import ExampleResult, table, matrix, fmt_array, fmt_number, config_label
+from site_builder.plots import SUBSCRIPT, SUPERSCRIPT
 from site_builder.trace import trace_locals, trace_calls
 
 # ----------------------------------------------------------------------------- the derivation's numbers
@@ -707,16 +708,20 @@ def adam_step():
     c1, c2 = t.final_locals()["c1"], t.final_locals()["c2"]
     m, v = opt.m["out_w"][0, 0], opt.v["out_w"][0, 0]
     direction = update_of(t, "out_w")[0, 0]
+    t = opt.t                                  # the step this call of AdamW.step ran
+    sub, sup = str(t).translate(SUBSCRIPT), str(t).translate(SUPERSCRIPT)
+    at_t = f"; at t = {t}"
     tab, values = one_run_table([
         ("g = dL/dW_out[0, 0]", 'grads["out_w"][0, 0]', "g", a1["g"], fmt_number),
+        ("t, the step this AdamW.step ran (counted from 1)", "opt.t", None, t, str),
         ("β₁, β₂", "opt.betas", ("beta1", "beta2"), np.array(opt.betas), None),
         ("ε", "opt.eps", "adam_eps", opt.eps, fmt_sci),
-        ("m₁ = β₁ · 0 + (1 - β₁) g", 'opt.m["out_w"][0, 0]', "m1", m, fmt_six),
-        ("v₁ = β₂ · 0 + (1 - β₂) g²", 'opt.v["out_w"][0, 0]', "v1", v, fmt_six),
-        ("1 - β₁¹, 1 - β₂¹", "c1, c2", ("c1", "c2"), np.array([c1, c2]), None),
-        ("m̂₁ = m₁ / (1 - β₁)", "m / c1", "m_hat", m / c1, fmt_number),
-        ("v̂₁ = v₁ / (1 - β₂)", "v / c2", "v_hat", v / c2, fmt_number),
-        ("m̂₁ / (√v̂₁ + ε)", 'update for "out_w", [0, 0]', "direction", direction, fmt_long),
+        (f"mₜ = β₁ mₜ₋₁ + (1 - β₁) g{at_t}, from m = 0: m{sub}", 'opt.m["out_w"][0, 0]', "m1", m, fmt_six),
+        (f"vₜ = β₂ vₜ₋₁ + (1 - β₂) g²{at_t}, from v = 0: v{sub}", 'opt.v["out_w"][0, 0]', "v1", v, fmt_six),
+        (f"1 - β₁ᵗ, 1 - β₂ᵗ{at_t}: 1 - β₁{sup}, 1 - β₂{sup}", "c1, c2", ("c1", "c2"), np.array([c1, c2]), None),
+        (f"m̂ₜ = mₜ / (1 - β₁ᵗ){at_t}: m̂{sub}", "m / c1", "m_hat", m / c1, fmt_number),
+        (f"v̂ₜ = vₜ / (1 - β₂ᵗ){at_t}: v̂{sub}", "v / c2", "v_hat", v / c2, fmt_number),
+        (f"m̂ₜ / (√v̂ₜ + ε){at_t}", 'update for "out_w", [0, 0]', "direction", direction, fmt_long),
         (f"lr(1), d_model = {LR_D_MODEL}", f"noam_lr(1, {LR_D_MODEL})", "lr1", lr1, fmt_sci),
         ("W_out[0, 0] after step 1", 'params["out_w"][0, 0]', "w1", a1["after"], fmt_long),
         (f"lr({WARMUP}), d_model = {LR_D_MODEL}", f"noam_lr({WARMUP}, {LR_D_MODEL})", "lr4000", lr4000, fmt_sci),
@@ -741,7 +746,7 @@ def adam_step():
     ], caption=f"The derivation applies lr({WARMUP}) to the step-1 direction. With the same gradient at every "
                f"step, m̂ = g and v̂ = g² at every t, so the direction at t = {WARMUP} is the same number.")
     return ExampleResult([tab, shortcuts], SOURCE,
-                         data=dict(values=values, lr1=lr1, lr4000=lr4000, m=m, v=v, c1=c1, c2=c2,
+                         data=dict(values=values, t=t, lr1=lr1, lr4000=lr4000, m=m, v=v, c1=c1, c2=c2,
                                    direction=direction, w1=a1["after"], w4000=a4000["after"], g=a1["g"],
                                    dir4000=dir4000, opt_t=opt2.t))
 
@@ -752,10 +757,25 @@ def facts():
                          data=dict(warmup=WARMUP))
 
 
+def output_weight_name():
+    """The parameter the toy's output layer uses as its weight, read from the run: the one
+    matrix whose gradient the stated-h step's output_backward fills (out_w untied, the target
+    table tied)."""
+    moved = [name for name, g in stated_h_step()["grads"].items() if g.ndim == 2 and g.any()]
+    if len(moved) != 1:
+        raise ValueError(f"output_backward filled the gradients of {moved}, expected one weight matrix")
+    return moved[0]
+
+
 def toy_sizes():
     """The config and sequence lengths every example of the page runs with: the shape blocks
-    are sized by them (`config: seq2seq_step:toy_sizes`)."""
-    return ExampleResult([], SOURCE, data=dict(config=toy_cfg(), lengths=dict(S=len(SRC_IDS), T=len(TGT_IN))))
+    are sized by them (`config: seq2seq_step:toy_sizes`). For prose, from the same run: whether
+    its output layer is tied, and the name of the output weight it really has."""
+    cfg = toy_cfg()
+    return ExampleResult([], SOURCE, data=dict(
+        config=cfg, lengths=dict(S=len(SRC_IDS), T=len(TGT_IN)), tie_output=cfg.tie_output,
+        output_layer="tied to the target embedding" if cfg.tie_output else "untied, with a weight of its own",
+        output_weight=output_weight_name()))
 
 
 def three_digits(x):

@@ -25,7 +25,7 @@ from model.optim import warmup_cosine_lr
 from site_builder.examples import ExampleResult, config_label, figure, fmt_array, fmt_number, steps_table, table
 from site_builder.plots import line_plot
 from site_builder.trace import trace_locals
-from site_builder.training_run import SAMPLE_LENGTH, SAMPLE_PROMPT, SAMPLE_SEED, trained_run
+from site_builder.training_run import SAMPLE_LENGTH, SAMPLE_PROMPT, SAMPLE_SEED, run_label, trained_run
 
 # The tiny runs: the shipped corpus (its vocabulary fixes vocab_size), a model small enough
 # that a step takes milliseconds, and a schedule short enough to show warm-up and cosine.
@@ -143,8 +143,8 @@ def run_info_table(run):
 
 
 def _run_source(run):
-    return (f"site_builder.training_run.trained_run(): model.train.train on data/shakespeare.txt with "
-            f"{config_label(run.model_cfg)} and {config_label(run.train_cfg)}, cache key {run.commit_key}")
+    return (f"{run_label(run)}, from site_builder.training_run.trained_run(), on data/shakespeare.txt with "
+            f"{config_label(run.model_cfg)} and {config_label(run.train_cfg)}")
 
 
 def curve_series(metrics):
@@ -168,7 +168,7 @@ def loss_curve():
                     [[last["step"], fmt_number(last["train_loss"]), fmt_number(last["val_loss"]),
                       fmt_number(np.log(run.model_cfg.vocab_size))]])
     return ExampleResult([run_info_table(run), figure(svg, "Each point is one row of metrics.jsonl."), summary],
-                         _run_source(run), data=dict(train=train, val=val, svg=svg))
+                         _run_source(run), data=dict(train=train, val=val, svg=svg, steps=run.train_cfg.steps))
 
 
 def schedule_curve():
