@@ -36,6 +36,8 @@ class ExampleResult:
     # filled by the runner, not the example: {qualname: {name: entry}} of each model function's
     # first call in this run (site_builder/example_shapes.py)
     shapes: dict = field(default_factory=dict)
+    # filled by the runner: the kinds of training run it read (site_builder/training_run.py RUN_NAMES)
+    runs: tuple = ()
 
 
 def fmt_number(x):
