@@ -15,7 +15,7 @@ from model.config import ModelConfig
 from model.gradcheck import numerical_grad, rel_error
 from model.ops import softmax_forward, softmax_backward
 from model.transformer import forward
-from site_builder.examples import load_example, fmt_array
+from site_builder.examples import load_example, fmt_array, fmt_number
 from site_builder.trace import trace_locals
 from tests.conftest import concept_section
 
@@ -257,6 +257,20 @@ def test_every_heatmap_of_the_page_names_its_axes_alike(site_page):
                       r'data-masked="([^"]*)"', html)
     assert len(axes) >= 3 and len(set(axes)) == 1, axes
     assert axes[0][:2] == ("key: character s", "query: character t")
+
+
+def test_the_stepper_shows_what_each_line_reads():
+    """Keys and values are made from Xkv, not from Q and K: each step's "before" is the array its
+    line reads, and a line that reads no array of its result's shape has no "before"."""
+    m = module()
+    block = example("forward_steps")().blocks[0]
+    steps = {st["name"]: st for st in block["steps"]}
+    row = [fmt_number(x) for x in m.XN_HAND[block["row"]]]
+    assert (steps["Q"]["before_name"], steps["Q"]["before"]) == ("Xq", row)
+    for name in ("K", "V"):
+        assert (steps[name]["before_name"], steps[name]["before"]) == ("Xkv", row), name
+    assert steps["O"]["before"] is None                   # merge_heads(A @ Vh) reads per-head arrays
+    assert steps["out"]["before_name"] == "O"
 
 
 def test_heads_example_equals_split_heads():
