@@ -876,7 +876,7 @@ class PageBuilder:
         the syntax tree by site_builder/diagrams.py. A call's box links to the concept section of
         the function it calls; an add's box to the equation of this page that cites its line;
         else to the line itself."""
-        from site_builder.diagrams import dataflow, render, describe, column_titles
+        from site_builder.diagrams import dataflow, render, describe, column_titles, legend
         d = c["diagram"]
         fn, expand = d.get("function", c["function"]), list(d.get("expand") or [])
         missing = False
@@ -902,9 +902,10 @@ class PageBuilder:
             elif n.line:
                 n.href = source_url(n.file) + f"#L{n.line}"
         title = f"Data flow of {fn.split('.')[-1]}, drawn from its syntax tree"
+        columns = column_titles(self.index, fn, expand)
         return dict(id=f"{c['id']}--diagram", function=fn, short=fn.split(".")[-1], title=title,
-                    caption=self.md(d, "caption"),
-                    svg=render(nodes, title, column_titles(self.index, fn, expand)), steps=describe(nodes))
+                    caption=self.md(d, "caption"), legend=legend(nodes, columns),
+                    svg=render(nodes, title, columns), steps=describe(nodes))
 
     def paper(self, page, c):
         p = c.get("paper")
