@@ -334,6 +334,34 @@ def column_titles(index, function: str, expand=()) -> list:
     return [st.callee.split(".")[-1] for st in index.flow_steps(function) if st.kind == "call" and st.callee in set(expand)]
 
 
+def legend(nodes: list, column_titles=()) -> str:
+    """How to read the drawing, one clause per kind of element it draws and nothing about one it
+    does not: a diagram without a loop says nothing of dashed frames."""
+    kinds = {n.kind for n in nodes}
+    parts = []
+    if "call" in kinds:
+        parts.append("Each box is a call that makes an array, in the order the code runs it, read from the syntax tree")
+    if "add" in kinds:
+        parts.append("a circle with + is an add")
+    if "input" in kinds:
+        parts.append("a rounded label is an input of the function")
+    if any(n.outputs for n in nodes if n.kind != "input"):
+        parts.append("the names under a box are the arrays it makes")
+    if any(n.inputs for n in nodes):
+        parts.append("the arrows go to the statements that read them")
+    sentences = ["; ".join(parts) + "." if parts else ""]
+    sentences[0] = sentences[0][:1].upper() + sentences[0][1:]
+    if any(n.frame for n in nodes):
+        sentences.append("A dashed frame is a loop, labelled with its header.")
+    if len(set(n.column for n in nodes)) > 1:
+        sentences.append(f"Each column is one call drawn inside its caller: {', '.join(column_titles)}.")
+    linked = [n for n in nodes if n.href]
+    if linked:
+        every = all(n.href for n in nodes if n.kind != "input")
+        sentences.append("Each box links to what explains it." if every else "A box that is a link goes to what explains it.")
+    return " ".join(s for s in sentences if s)
+
+
 def describe(nodes: list) -> list:
     """The diagram as sentences, one per node, for the list beside it (its text alternative)."""
     out = []

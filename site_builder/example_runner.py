@@ -250,7 +250,9 @@ def _run_here(root, ref, record=True):
             "run the example module by hand to debug it"
     from contextlib import nullcontext
     from site_builder.shape_recorder import record_shapes
+    from site_builder import training_run
     shapes = {}
+    training_run.clear_runs_read()
     try:
         with record_shapes(root, shapes) if record else nullcontext():
             result = fn(**split_ref(ref)[1])
@@ -268,6 +270,7 @@ def _run_here(root, ref, record=True):
     if wrong:
         return "failed", f"example {ref} returned {wrong}", "return ExampleResult(blocks, source) from site_builder.examples"
     result.shapes = shapes
+    result.runs = tuple(sorted(training_run.runs_read()))
     return "ok", result
 
 

@@ -36,6 +36,8 @@ class ExampleResult:
     # filled by the runner, not the example: {qualname: {name: entry}} of each model function's
     # first call in this run (site_builder/example_shapes.py)
     shapes: dict = field(default_factory=dict)
+    # filled by the runner: the kinds of training run it read (site_builder/training_run.py RUN_NAMES)
+    runs: tuple = ()
 
 
 def fmt_number(x):
@@ -177,27 +179,75 @@ def _rows(a):
     return [fmt_array(r) for r in a] if a.ndim == 2 else [fmt_array(a)]
 
 
+def _statement(trace, step):
+    """The syntax tree of the statement a step ran (all its lines)."""
+    import textwrap
+    lines, start = inspect.getsourcelines(resolve_qualname(trace.function))
+    text = "".join(lines[step.line - start:max(step.end_line, step.line) - start + 1])
+    return ast.parse(textwrap.dedent(text)).body[0]
+
+
+def _value_before(trace, k, name):
+    """`name`'s value just before step k ran (its latest snapshot, else the argument)."""
+    for step in reversed(trace.steps[:k]):
+        if name in step.locals:
+            return step.locals[name]
+    return trace.arguments.get(name)
+
+
+def line_input(trace, step, after):
+    """(name, value) of what the statement of `step` reads that has the shape of `after`: the
+    array the line turns into its result (same shape and dtype: a boolean mask is not it), e.g.
+    Xkv for `K, _ = linear_forward(Xkv, ...)`.
+    None when it reads none (`O = merge_heads(A @ Vh)` reads per-head arrays). A `return` that
+    passes a local on unchanged reads what made that local. Two such arrays are an add or a
+    mix: the step must name its terms."""
+    k = trace.steps.index(step)
+    tree = _statement(trace, step)
+    bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    read = [n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+    after = np.asarray(after)
+    shape = after.shape
+    found = {}
+    for name in dict.fromkeys(read):
+        value = _value_before(trace, k, name)
+        if name not in bound and isinstance(value, np.ndarray) and value.shape == shape and value.dtype == after.dtype:
+            found[name] = value
+    if isinstance(tree, ast.Return) and len(found) == 1:
+        (name, value), = found.items()
+        made = step_of(trace, name)
+        if made is not None and np.array_equal(value, after):
+            return line_input(trace, made, after)
+    if len(found) > 1:
+        raise ValueError(f"{trace.function}, line {step.line} reads {', '.join(found)}, each shaped like its "
+                         f"result: give the step its terms, e.g. (label, name, {tuple(found)[:2]!r})")
+    return next(iter(found.items()), None)
+
+
 def stepper(trace, row, steps, note=""):
     """A step-through of one row: steps are (label, name, terms) or (label, name, terms, says),
     where terms names the two arrays an add sums (or None) and `says` is one sentence on what
-    the line does. Each step shows the row before and after its line; at an add, "before" is
-    the stream being added to (the first term), not the previous step's branch output."""
-    out, before, before_name = [], None, None
+    the line does. Each step shows the row before and after its line. "Before" is what the line
+    reads (`line_input`): at an add the stream being added to (the first term), and never the
+    previous step's result unless the line reads it."""
+    out = []
     for label, name, terms, *says in steps:
         line, code = code_line(trace, name)
-        after = np.asarray(value_of(trace, name))[row]
+        after = np.asarray(value_of(trace, name))
+        made = trace.steps[-1] if name.startswith("return") else step_of(trace, name)
         if terms:
-            before, before_name = np.asarray(value_of(trace, terms[0]))[row], terms[0]
-        step = dict(label=label, name=name, line=line, code=code, after=[fmt_number(x) for x in after],
-                    before=[fmt_number(x) for x in before] if before is not None else None,
-                    before_name=before_name if before is not None else None)
+            before = (terms[0], value_of(trace, terms[0]))
+        else:
+            before = line_input(trace, made, after) if made is not None else None
+        step = dict(label=label, name=name, line=line, code=code, after=[fmt_number(x) for x in after[row]],
+                    before=[fmt_number(x) for x in np.asarray(before[1])[row]] if before else None,
+                    before_name=before[0] if before else None)
         if says:
             step["says"] = says[0]
         if terms:
             step["terms"] = [dict(name=t, row=[fmt_number(x) for x in np.asarray(value_of(trace, t))[row]])
                              for t in terms]
         out.append(step)
-        before, before_name = after, name
     return dict(kind="stepper", file=trace.file, function=trace.function, row=row, steps=out, note=note)
 
 

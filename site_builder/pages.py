@@ -21,6 +21,19 @@ from site_builder.resolve import resolve_snippet, resolve_function, ResolveError
 from site_builder.symbols import render_equation, code_links
 
 
+def examples_heading(examples) -> str:
+    """The heading over a concept's examples, from what they read: a tiny example is one that
+    read no training run (site_builder/training_run.py records which ones each example read)."""
+    from site_builder.training_run import RUN_NAMES
+    runs = sorted({r for ex in examples for r in ex["runs"]})
+    if not runs:
+        return "Tiny numerical example"
+    trained = " and ".join(RUN_NAMES.get(r, f"the {r} run") for r in runs)
+    if all(ex["runs"] for ex in examples):
+        return f"Computed with {trained}"
+    return f"Numerical examples: a tiny model, and {trained}"
+
+
 @dataclass
 class SiteModel:
     pages: list = field(default_factory=list)          # page view models, in nav order
@@ -429,7 +442,7 @@ class PageBuilder:
             notes=[dict(kind=k, html=self.r.md(v, page.file, n.line)) for n in c.get("notes") or [] for k, v in n.items()],
             math=eqs, after_math=self.md(c, "after_math"),
             symbols=symbols,
-            examples=examples,
+            examples=examples, examples_heading=examples_heading(examples),
             shapes=self.shape_blocks(page, c),
             listing=self.r.listing(main.file, main.start, main.end, cited) if main else [],
             listing_info=dict(file=main.file, short=short_file(main.file), href=source_url(main.file) + f"#{line_anchor(main.start, main.end)}",
@@ -714,13 +727,14 @@ class PageBuilder:
                         if block.get("function"):       # the model function the example traced
                             self.cite_function("example", block["function"], c["id"], example=ref)
                     variants[combo_key(choices, combo) if choices else ""] = dict(
-                        source=result.source, blocks=self.example_blocks(result.blocks))
+                        source=result.source, blocks=self.example_blocks(result.blocks), runs=result.runs)
             if len(variants) < len(combinations(choices)):
                 continue                     # a failed combination is a problem already
             first = next(iter(variants.values()))
             ex_id = f"{c['id']}--ex-{n}"
             out.append(dict(title=e["title"], hand_picked=self.md(e, "hand_picked"), caption=self.md(e, "caption"),
                             source=first["source"], blocks=first["blocks"], id=ex_id,
+                            runs=sorted({r for v in variants.values() for r in v["runs"]}),
                             play=controls(e, page.slug, ex_id, variants) if choices or e.get("playable") else None))
         return out
 
@@ -876,7 +890,7 @@ class PageBuilder:
         the syntax tree by site_builder/diagrams.py. A call's box links to the concept section of
         the function it calls; an add's box to the equation of this page that cites its line;
         else to the line itself."""
-        from site_builder.diagrams import dataflow, render, describe, column_titles
+        from site_builder.diagrams import dataflow, render, describe, column_titles, legend
         d = c["diagram"]
         fn, expand = d.get("function", c["function"]), list(d.get("expand") or [])
         missing = False
@@ -902,9 +916,10 @@ class PageBuilder:
             elif n.line:
                 n.href = source_url(n.file) + f"#L{n.line}"
         title = f"Data flow of {fn.split('.')[-1]}, drawn from its syntax tree"
+        columns = column_titles(self.index, fn, expand)
         return dict(id=f"{c['id']}--diagram", function=fn, short=fn.split(".")[-1], title=title,
-                    caption=self.md(d, "caption"),
-                    svg=render(nodes, title, column_titles(self.index, fn, expand)), steps=describe(nodes))
+                    caption=self.md(d, "caption"), legend=legend(nodes, columns),
+                    svg=render(nodes, title, columns), steps=describe(nodes))
 
     def paper(self, page, c):
         p = c.get("paper")

@@ -70,9 +70,24 @@ def source_key(root: Path, train_cfg, corpus: Path):
                   np.__version__, SNAPSHOT_STEPS, SAMPLE_PROMPT, SAMPLE_LENGTH, SAMPLE_SEED)
 
 
+# What each kind of run is, as a page names it: an example that read one is not a tiny example.
+RUN_NAMES = {"language model": "the trained language model", "reversal": "the encoder-decoder trained to reverse"}
+
+
+def runs_read() -> set:
+    """The kinds of run read in this process since the last clear_runs_read() (the example
+    runner asks, per example)."""
+    return set(_state.setdefault("read", set()))
+
+
+def clear_runs_read():
+    _state["read"] = set()
+
+
 def _cached_run(kind: str, key: str, compute):
     """compute() once per key: held in memory for the process (one run per kind), stored in the
     build cache; --retrain ignores both once per kind and build."""
+    _state.setdefault("read", set()).add(kind)
     held = _state.setdefault("held", {})
     if kind in held and held[kind][0] == key and not _retrain(kind):
         return held[kind][1]

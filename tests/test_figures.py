@@ -174,3 +174,19 @@ def test_a_loop_header_with_in_takes_two_lines():
     from site_builder.diagrams import _header_lines
     assert _header_lines("for l in range(cfg.num_enc_layers)") == ["for l in", "range(cfg.num_enc_layers)"]
     assert _header_lines("while step < steps") == ["while step < steps"]
+
+
+def test_the_legend_names_only_what_the_diagram_draws(site_page):
+    """block_forward has no loop, so its legend says nothing of dashed frames; forward loops
+    over the blocks, so its legend explains the frame it draws."""
+    from site_builder.diagrams import legend
+    index = build_index(ROOT, packages=("model",))
+    block = legend(dataflow(index, "model.transformer.block_forward"))
+    assert "dashed" not in block and "circle with + is an add" in block and "column" not in block
+    lm = legend(dataflow(index, "model.transformer.forward", ["model.transformer.block_forward"]))
+    assert "A dashed frame is a loop" in lm
+    s2s = legend(dataflow(index, "model.seq2seq.forward", SEQ2SEQ_EXPAND), ["encode_forward", "decode_forward"])
+    assert "Each column is one call drawn inside its caller: encode_forward, decode_forward." in s2s
+    page = site_page("block")
+    shown = re.search(r'<p class="arch-legend">(.*?)</p>', page).group(1)
+    assert shown == block + " Each box links to what explains it.", shown     # the page links every box

@@ -2,6 +2,7 @@
 model.ops (the page cites these lines), the page's sections, and every example table against a
 direct call of the model."""
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -14,8 +15,9 @@ from model.config import ModelConfig
 from model.gradcheck import numerical_grad, rel_error
 from model.ops import softmax_forward, softmax_backward
 from model.transformer import forward
-from site_builder.examples import load_example, fmt_array
+from site_builder.examples import load_example, fmt_array, fmt_number
 from site_builder.trace import trace_locals
+from tests.conftest import concept_section
 
 ROOT = Path(__file__).resolve().parent.parent
 D, H, DK = 6, 3, 2
@@ -206,7 +208,7 @@ def test_language_model_attention_backward_adds_both_paths():
 
 # ---------------------------------------------------------------- the page and its examples
 
-HEADINGS = ("What is it?", "Mathematics", "Tiny numerical example", "Tensor shapes", "Actual implementation",
+HEADINGS = ("What is it?", "Mathematics", "Tensor shapes", "Actual implementation",
             "Code and math connection", "Where is it used?")
 CONCEPTS = ["attention-heads", "attention-mask", "attention-mha", "attention-lm", "attention-backward",
             "attention-lm-backward"]
@@ -233,6 +235,42 @@ def test_page_has_its_sections(site_page, concept):
 def test_page_has_the_trained_heatmaps(site_page):
     html = site_page("attention")
     assert html.count('<svg class="heatmap"') >= 2 and 'class="masked"' in html
+
+
+def example_heading(html, concept):
+    return re.search(rf'<h3 id="{concept}--example">([^<]*)</h3>', html).group(1)
+
+
+def test_the_example_heading_says_which_model_computed_them(site_page):
+    """An example that read the trained run is not a tiny example: the heading says which
+    model the numbers under it come from."""
+    html = site_page("attention")
+    assert example_heading(html, "attention-lm") == "Computed with the trained language model"
+    assert example_heading(html, "attention-mha") == "Numerical examples: a tiny model, and the trained language model"
+    assert example_heading(html, "attention-backward") == "Tiny numerical example"
+
+
+def test_every_heatmap_of_the_page_names_its_axes_alike(site_page):
+    """The heatmap the reader chooses is drawn like the ones above it: query rows, key columns."""
+    html = concept_section(site_page("attention"), "attention-lm")
+    axes = re.findall(r'<svg class="heatmap"[^>]*data-xlabel="([^"]*)" data-ylabel="([^"]*)" data-value="([^"]*)" '
+                      r'data-masked="([^"]*)"', html)
+    assert len(axes) >= 3 and len(set(axes)) == 1, axes
+    assert axes[0][:2] == ("key: character s", "query: character t")
+
+
+def test_the_stepper_shows_what_each_line_reads():
+    """Keys and values are made from Xkv, not from Q and K: each step's "before" is the array its
+    line reads, and a line that reads no array of its result's shape has no "before"."""
+    m = module()
+    block = example("forward_steps")().blocks[0]
+    steps = {st["name"]: st for st in block["steps"]}
+    row = [fmt_number(x) for x in m.XN_HAND[block["row"]]]
+    assert (steps["Q"]["before_name"], steps["Q"]["before"]) == ("Xq", row)
+    for name in ("K", "V"):
+        assert (steps[name]["before_name"], steps[name]["before"]) == ("Xkv", row), name
+    assert steps["O"]["before"] is None                   # merge_heads(A @ Vh) reads per-head arrays
+    assert steps["out"]["before_name"] == "O"
 
 
 def test_heads_example_equals_split_heads():

@@ -204,3 +204,26 @@ def test_forward_stepper_says_each_step_and_shows_the_stream_before_each_add():
         assert [st["before_name"] for st in block["steps"] if st.get("terms")] == ["X", "X1"]
     typed = fn(row=0, values=[1.0, -2.0, 0.5, 3.0]).blocks[0]["steps"][0]
     assert typed["after"] == ["1.0000", "-2.0000", "0.5000", "3.0000"], "free input replaces the chosen row of X"
+
+
+def test_the_intro_names_no_source_that_some_example_lacks(site_page):
+    """Issue 24: the intro said every number came from init_params, while the feed-forward
+    examples use the hand-picked weights of a test. A source the intro names must be every
+    example's; where they differ, each example's own provenance line says it."""
+    html = site_page("block")
+    intro = re.search(r'<div class="intro">(.*?)</div>', html, re.S).group(1)
+    sources = re.findall(r'<p class="provenance">Computed by this build from (.*?)\.</p>', html, re.S)
+    assert len(sources) >= 8
+    for name in ("init_params", "fixtures", "hand-picked weights"):
+        if name in intro:
+            assert all(name in s for s in sources), name
+    assert "Illustrative example" in intro and "Hand-picked inputs" in intro
+
+
+def test_block_forward_update_says_how_it_reaches_a_parameter_update(site_page):
+    """Issue 24: the heading held only a sentence about cfg.ln_eps, with a typed count."""
+    from tests.conftest import concept_section
+    section = concept_section(site_page("block"), "block-forward")
+    update = section.split('id="block-forward--update"', 1)[1].split("<h3", 1)[0]
+    assert "block_backward" in update and "grads" in update and "loss_and_grads" in update
+    assert "All three" not in section

@@ -17,7 +17,7 @@ from site_builder.trace import trace_locals
 
 ROOT = Path(__file__).resolve().parent.parent
 CONCEPTS = ["generation-loop", "generation-sample"]
-HEADINGS = ["What is it?", "Mathematics", "Tiny numerical example", "Tensor shapes", "Actual implementation",
+HEADINGS = ["What is it?", "Mathematics", "Tensor shapes", "Actual implementation",
             "Code and math connection", "Where is it used?"]
 CFG = ModelConfig(vocab_size=12, seq_len=5, emb_dim=8, num_heads=2, ff_dim=16, num_layers=1)
 PARAMS = init_params(CFG, np.random.default_rng(0))

@@ -12,7 +12,7 @@ from tests.conftest import ROOT, assert_sections
 
 CONCEPTS = ["label-smoothing-targets", "label-smoothing-loss", "label-smoothing-floor"]
 HEADINGS = ["What is it?", "Why does the model need it?", "Mathematics", "What does each symbol mean?",
-            "Tiny numerical example", "Actual implementation", "Code and math connection", "Where is it used?"]
+            "Actual implementation", "Code and math connection", "Where is it used?"]
 EX = load_example(ROOT, "label_smoothing:task_cfg").__globals__
 
 

@@ -111,7 +111,7 @@ def test_eps_keeps_a_constant_row_finite_and_bounds_s():
 
 # ---------------------------------------------------------------- the page and its examples
 
-HEADINGS = ("What is it?", "Mathematics", "Tiny numerical example", "Tensor shapes", "Actual implementation",
+HEADINGS = ("What is it?", "Mathematics", "Tensor shapes", "Actual implementation",
             "Code and math connection", "Where is it used?")
 
 

@@ -19,7 +19,7 @@ from site_builder import training_run
 
 ROOT = Path(__file__).resolve().parent.parent
 CONCEPTS = ["training-step", "training-loop", "training-eval", "training-resume"]
-HEADINGS = ["What is it?", "Mathematics", "Tiny numerical example", "Tensor shapes", "Actual implementation",
+HEADINGS = ["What is it?", "Mathematics", "Tensor shapes", "Actual implementation",
             "Code and math connection", "Where is it used?"]
 CFG = ModelConfig(vocab_size=11, seq_len=6, emb_dim=8, num_heads=2, ff_dim=16, num_layers=1)
 TCFG = TrainConfig(steps=10, batch_size=3, warmup_steps=2, eval_batches=3)

@@ -212,6 +212,14 @@ def chosen_heads(As):
             (1, int(np.argmax(ent1)), "the head of block 1 whose rows are most spread out (largest mean entropy)")]
 
 
+def attention_heatmap(A, labels, title):
+    """One head's weights over a window of characters, causal mask shown: every heatmap of the
+    page is drawn by this, so their axes and scale read the same."""
+    return heatmap(A, row_labels=labels, col_labels=labels, title=title, masked=~causal_mask(len(labels)),
+                   xlabel="key: character s", ylabel="query: character t", value_name="weight",
+                   masked_name="hidden by the causal mask")
+
+
 def trained_heatmaps():
     run, start, window, ids, As = trained_weights()
     labels = [SHOW.get(ch, ch) for ch in window]
@@ -219,9 +227,7 @@ def trained_heatmaps():
     blocks = []
     for l, h, why in chosen_heads(As):
         title = f"Attention weights of block {l}, head {h}, trained run {run.commit_key}"
-        svg = heatmap(As[l][h], row_labels=labels, col_labels=labels, title=title, masked=~causal_mask(T),
-                      xlabel="key: character s", ylabel="query: character t", value_name="weight",
-                      masked_name="hidden by the causal mask")
+        svg = attention_heatmap(As[l][h], labels, title)
         blocks.append(figure(svg, f"Block {l}, head {h}: {why}. Row t is the query at character t; column s is "
                                   f"the key at character s. A stronger colour is more weight; the grey cells above the "
                                   f"diagonal are hidden by the causal mask. Each row sums to 1."))
@@ -250,7 +256,7 @@ def chosen_heatmap(prompt=WINDOW_TEXT, layer=0, head=0):
     A = cache["blocks"][layer]["att"]["A"][head]          # the weights attention_forward returned in its cache
     labels = [SHOW.get(ch, ch) for ch in window]
     title = f"Attention weights of block {layer}, head {head}, trained run {run.commit_key}, on {window!r}"
-    svg = heatmap(A, row_labels=labels, col_labels=labels, title=title, masked=~causal_mask(len(ids)))
+    svg = attention_heatmap(A, labels, title)
     top = [labels[int(np.argmax(A[t]))] for t in range(len(ids))]
     return ExampleResult([figure(svg, f"Block {layer}, head {head} on {window!r}. Row t is the query at character t; "
                                       f"column s is the key at character s; the grey cells are hidden by the causal mask. "

@@ -2,7 +2,9 @@
 // With no choice made, the system preference applies (the prefers-color-scheme block of
 // site.css). The toggle stores a choice in localStorage and sets data-theme on <html>; the
 // tiny inline script in <head> applies it again on the next page before the first paint, so
-// a chosen theme never flashes. aria-pressed tells whether the dark theme is showing.
+// a chosen theme never flashes. The button says what a click does ("Switch to light theme"
+// while dark shows): a label that changes with the state is an action, so it carries no
+// aria-pressed (which would announce "pressed" beside a label naming the other theme).
 (() => {
   "use strict";
   const button = document.querySelector(".theme-toggle");
@@ -10,12 +12,13 @@
   const root = document.documentElement;
   const system = window.matchMedia("(prefers-color-scheme: dark)");
   const current = () => root.dataset.theme || (system.matches ? "dark" : "light");
-  const show = () => button.setAttribute("aria-pressed", String(current() === "dark"));
+  const other = () => (current() === "dark" ? "light" : "dark");
+  const show = () => { button.textContent = `Switch to ${other()} theme`; };
 
   button.hidden = false;
   show();
   button.addEventListener("click", () => {
-    const next = current() === "dark" ? "light" : "dark";
+    const next = other();
     root.dataset.theme = next;
     try {
       localStorage.setItem("theme", next);
