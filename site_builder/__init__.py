@@ -4,6 +4,7 @@
   source_index   the AST of model/ and tests/: functions, calls, caches, gradient writes
   resolve        snippets to file:line
   trace, shapes, params, examples   run the real code for numbers and shapes
+  call_map       the landing page's map: the calls one traced training step made
   mathrender     TeX to HTML with the vendored KaTeX
   render         one Jinja2 environment: pages, source pages
   links          validate every internal href and #fragment

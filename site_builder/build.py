@@ -403,16 +403,19 @@ def _gather(root, problems, cache, jobs, retrain, input_digests, code_memo, high
     from site_builder.example_runner import ExampleStore
     store = ExampleStore(root, cache if cache is not None else BuildCache(None))
     shapes = with_declared_shapes(root, cfg, store, cached_shapes(root, cfg, store), content)
+    from site_builder.call_map import step_calls
+    step = step_calls(root, store)
     site_info = site_info_for(root, content, cfg)
     renderer = Renderer(root, index, problems, code_memo)
     renderer.sources = quotation_sources(content)
     return _gather_pages(root, problems, cache, jobs, retrain, input_digests, content, index, store, shapes,
-                         site_info, renderer, highlighting)
+                         site_info, renderer, highlighting, step)
 
 
 def _gather_pages(root, problems, cache, jobs, retrain, input_digests, content, index, store, shapes, site_info,
-                  renderer, highlighting):
-    """gather, once the content, index and shapes are there: the examples and the pages."""
+                  renderer, highlighting, step):
+    """gather, once the content, index, shapes and the traced step (the landing page's map)
+    are there: the examples and the pages."""
     from site_builder.example_runner import run_examples
     requests = example_requests(root, content)
     # --retrain: the runs train again, and every example that reads them runs again.
@@ -436,7 +439,7 @@ def _gather_pages(root, problems, cache, jobs, retrain, input_digests, content, 
     # has had the content, the index and the examples' look-ups to do it in.
     model_files, test_files = highlighting
     merge_highlighted(model_files, renderer.code_memo)
-    model = PageBuilder(root, content, index, renderer, shapes, problems, site_info, cache, results).build(
+    model = PageBuilder(root, content, index, renderer, shapes, problems, site_info, cache, results, step).build(
         keys, jobs, shared_memos(renderer))
     merge_highlighted(test_files, renderer.code_memo, wait=False)     # for the source pages of tests/
     model.example_inputs = list(store.used.values())

@@ -104,6 +104,14 @@ def names_apart(config, ref):
             f"{ref} runs {runs}, so an array of its own may have another name.")
 
 
+def call_ratio(calls, caller_calls):
+    """How many times a function was called per call of its caller, as the map prints it:
+    None for once, '×2', or '3 times in 2 calls' when the calls do not divide evenly."""
+    if calls == caller_calls:
+        return None
+    return f"×{calls // caller_calls}" if calls % caller_calls == 0 else f"{calls} times in {caller_calls} calls"
+
+
 def function_pages(content):
     """qualname -> (page slug, section id) for every concept's main function."""
     out = {}
@@ -140,8 +148,10 @@ def share_out(items, cost, n):
 
 
 class PageBuilder:
-    def __init__(self, root, content, index, renderer, shapes, problems, site_info, cache=None, example_results=None):
+    def __init__(self, root, content, index, renderer, shapes, problems, site_info, cache=None, example_results=None,
+                 step_calls=None):
         self.root, self.content, self.index, self.r, self.cache = root, content, index, renderer, cache
+        self.step_calls = step_calls        # the traced training step the landing page maps (call_map.py)
         self.example_results = example_results or {}
         self.shapes, self.problems, self.site = shapes, problems, site_info
         self.model = SiteModel()
@@ -457,21 +467,54 @@ class PageBuilder:
             paper=self.paper(page, c),
         )
 
-    def call_map(self, root="model.transformer.loss_and_grads", depth=3):
-        """The functions `root` calls, in code order, recursively: the landing page's map."""
-        seen = set()
+    def call_map(self):
+        """The landing page's map: what one real training step called (site_builder/call_map.py),
+        in the order it first called it. Under each caller, one box per function it called, with
+        how many times per call of the caller, and the names of the equations of the caller's
+        concept that cite those calls. A function's calls are drawn at its first box; a later box
+        of it says "again". None when the step could not run (its problem is reported)."""
+        if self.step_calls is None:
+            return None
+        if self.step_calls.problem:
+            self.problems.append(self.step_calls.problem)
+            return None
+        expanded = set()
 
-        def node(q, d):
-            entry = dict(self.fn_link(q), qualname=q, children=[], repeat=q in seen)
-            if q not in seen and d < depth:
-                seen.add(q)
-                try:
-                    calls = self.index.calls(q)
-                except KeyError:        # not indexed (an edit removed it): the pages citing it say so
-                    calls = []
-                entry["children"] = [node(c, d + 1) for c in calls if c.startswith("model.")]
+        def box(function, sites, caller, caller_calls):
+            calls = sum(s.calls for s in sites)
+            inside = [c for s in sites for c in s.children]
+            repeat = bool(inside) and function in expanded
+            entry = dict(self.fn_link(function), qualname=function, times=call_ratio(calls, caller_calls),
+                         repeat=repeat, cites=self.call_cites(sites, caller), children=[])
+            if inside and not repeat:
+                expanded.add(function)
+                by_function = {}
+                for c in inside:
+                    by_function.setdefault(c.function, []).append(c)
+                entry["children"] = [box(f, group, function, calls) for f, group in by_function.items()]
             return entry
-        return node(root, 0)
+        root = self.step_calls.root
+        return dict(box(root.function, [root], None, root.calls), source=self.step_calls.source)
+
+    def call_cites(self, sites, caller):
+        """[{label, href}]: for each line of the call sites, the first equation that cites it on
+        the page of `caller`'s concept, that concept's own first (one name per line keeps the
+        map readable), in line order."""
+        if caller is None or caller not in self.fn_pages:
+            return []
+        slug, sid = self.fn_pages[caller]
+        try:
+            file = self.index.function(caller).file
+        except KeyError:
+            return []
+        title = f"{self.content.pages[slug].meta['title']}: "
+        found = {}
+        for line in sorted({s.line for s in sites}):
+            on_page = [(h, l) for h, l in self.model.cited.get((file, line), []) if h.startswith(f"{slug}.html#")]
+            on_page.sort(key=lambda cite: not cite[0].startswith(f"{slug}.html#{sid}--"))    # stable: page order kept
+            if on_page:
+                found.setdefault(on_page[0][0], on_page[0][1].removeprefix(title))
+        return [dict(href=href, label=label) for href, label in found.items()]
 
     def status(self, fn):
         try:

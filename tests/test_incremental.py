@@ -215,3 +215,23 @@ def test_an_edit_inside_an_installed_package_reruns_the_examples_that_load_it(tm
     (packages / "fakepkg_for_test" / "inner.py").write_text("VALUE = 'two, longer'\n")
     assert_same_as_clean(root, tmp_path, cache)
     assert "<td>two, longer</td>" in (root / "site" / "mini.html").read_text()
+
+
+def test_an_edit_of_the_training_step_redraws_the_landing_map(tmp_path):
+    """The landing page's map is a traced run of model.train.train_step (site_builder/call_map.py),
+    cached on what it read: a step that stops clipping is drawn without clip_grad_norm, by an
+    incremental build as by a clean one. Built by the command, so that the repository's own
+    copy of model/ is the one imported."""
+    from tests.test_build_errors import EXAMPLE
+    root = mini_repo(tmp_path, SITE, PAGE, {"mini": EXAMPLE}, copy=("model",))
+    cache = tmp_path / "cache"
+    assert cli(root, cache=cache)[0] == 0
+    assert "<code>optim.clip_grad_norm</code>" in (root / "site" / "index.html").read_text()
+    train = root / "model" / "train.py"
+    clipping = "    grad_norm = clip_grad_norm(grads, tcfg.clip_norm)\n"
+    assert clipping in train.read_text()
+    train.write_text(train.read_text().replace(clipping, "    grad_norm = 0.0\n"))
+    assert cli(root, cache=cache)[0] == 0
+    assert cli(root, "--no-cache", "--out", str(tmp_path / "clean"), cache=tmp_path / "unused")[0] == 0
+    assert files(root / "site") == files(tmp_path / "clean")
+    assert "<code>optim.clip_grad_norm</code>" not in (root / "site" / "index.html").read_text()

@@ -179,3 +179,33 @@ def test_directions_table_equals_a_direct_call():
     rows = mod_fn().blocks[0]["rows"]
     assert [r[2] for r in rows] == [f"{dX[i].sum():.1e}" for i in range(len(dX))]
     assert all(abs(float(r[2])) < 1e-14 for r in rows)             # each row of dX sums to 0
+
+
+def test_the_count_of_layernorms_per_pass_is_what_forward_does(site_page, monkeypatch):
+    """The page said "three LayerNorms per pass"; at the default config a pass applies it
+    2 * num_layers + 1 times, from three lines. Count the calls, and the lines they come from,
+    while the real forward runs, and read what the page prints."""
+    import re
+    import sys
+    import model.transformer as mt
+    from model.data import DEFAULT_CORPUS, CharTokenizer, load_corpus
+    from site_builder.prose import format_value
+    calls = []
+
+    def counted(*args, **kwargs):
+        caller = sys._getframe(1)
+        calls.append((caller.f_code.co_name, caller.f_lineno))
+        return layer_norm_forward(*args, **kwargs)
+    monkeypatch.setattr(mt, "layer_norm_forward", counted)
+    tokenizer = CharTokenizer(load_corpus(DEFAULT_CORPUS))
+    cfg = ModelConfig(vocab_size=tokenizer.vocab_size)
+    mt.forward(mt.init_params(cfg, np.random.default_rng(0)), tokenizer.encode("To be, or not to be")[:cfg.seq_len], cfg)
+    monkeypatch.undo()
+    data = example("per_pass")().data
+    assert data["applications"] == len(calls) == 2 * cfg.num_layers + 1
+    assert data["sites"] == len(set(calls))
+    assert data["block_sites"] == len({line for name, line in calls if name == "block_forward"})
+    text = re.sub(r"<[^>]+>", "", site_page("layernorm"))
+    said = f"applies LayerNorm {format_value(len(calls), 'words')} times, from {format_value(len(set(calls)), 'words')} lines"
+    assert said in " ".join(text.split())
+    assert "three LayerNorms per pass" not in text

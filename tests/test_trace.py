@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from site_builder.trace import (Shape, TraceError, qualname_of, resolve_qualname, trace_calls,
+from site_builder.trace import (Shape, TraceError, call_tree, qualname_of, resolve_qualname, trace_calls,
                                 trace_locals)
 
 
@@ -264,3 +264,34 @@ def test_qualnames():
     assert resolve_qualname("model.optim.AdamW.step") is AdamW.step
     with pytest.raises(LookupError):
         resolve_qualname("model.optim.no_such_function")
+
+
+def _leaf(v):
+    return v + 1
+
+
+def _caller(x):
+    a = _leaf(x)
+    b = _leaf(a)
+    return sum(_leaf(v) for v in (a, b))       # the generator expression's frame is looked through
+
+
+def test_call_tree_records_each_callers_line_and_counts_its_calls():
+    result, root = call_tree(_caller, 1, package=__name__)
+    assert result == _caller(1)
+    assert (root.function, root.line, root.calls) == (f"{__name__}._caller", 0, 1)
+    assert [(c.function, c.line, c.calls) for c in root.children] == [
+        (f"{__name__}._leaf", _line(_caller, "a ="), 1), (f"{__name__}._leaf", _line(_caller, "b ="), 1),
+        (f"{__name__}._leaf", _line(_caller, "return sum"), 2)]
+    # from outside the package: three calls of _caller with no recorded caller, merged into one site
+    _, outside = call_tree(lambda: [_caller(i) for i in range(3)], package=__name__)
+    (site,) = outside.children
+    assert (site.function, site.line, site.calls) == (f"{__name__}._caller", 0, 3)
+    assert [c.calls for c in site.children] == [3, 3, 6]
+    assert pickle.loads(pickle.dumps(outside)) == outside
+
+
+def test_call_tree_names_the_line_that_raised():
+    with pytest.raises(TraceError, match="_raises raised ZeroDivisionError") as e:
+        call_tree(_raises, 1, package=__name__)
+    assert e.value.line == _line(_raises, "z =")

@@ -1,16 +1,22 @@
 """Examples for the LayerNorm page. Each returns an ExampleResult built from real calls of
 model.ops.layer_norm_forward / layer_norm_backward (and, for the real rows, of the trained model)."""
 
+from pathlib import Path
+
 import numpy as np
 
 from model.config import ModelConfig
+from model.data import DEFAULT_CORPUS, CharTokenizer, load_corpus
 from model.gradcheck import numerical_grad
 from model.ops import layer_norm_forward, layer_norm_backward
-from model.transformer import init_params, embed_forward
+from model.transformer import init_params, embed_forward, forward, block_forward
 from site_builder.examples import (ExampleResult, gradcheck_table, table, fmt_number, fmt_array, matrix,
                                    nth_change, steps_table)
-from site_builder.trace import trace_locals
+from site_builder.source_index import build_index
+from site_builder.trace import call_tree, qualname_of, trace_locals
 from site_builder.training_run import corpus_window, run_label
+
+ROOT = Path(__file__).resolve().parents[2]
 
 EPS = ModelConfig(vocab_size=1).ln_eps          # the default cfg.ln_eps, read from the dataclass
 
@@ -180,3 +186,20 @@ def real_rows():
                          f"{window!r} (corpus offset {start}), {cfg.seq_len} rows of d = {cfg.emb_dim}, eps = {cfg.ln_eps:g}; "
                          f"the trained parameters are the last of {run_label(run)}",
                          data=data)
+
+
+def per_pass():
+    """How often one forward pass at the default config applies LayerNorm, counted while it runs
+    (calls of layer_norm_forward), and from how many lines of code: the lines of the source index
+    that call it, in the functions the pass ran (block_forward runs once per block)."""
+    tokenizer = CharTokenizer(load_corpus(DEFAULT_CORPUS))
+    cfg = ModelConfig(vocab_size=tokenizer.vocab_size)
+    ids = tokenizer.encode(WINDOW_TEXT)[:cfg.seq_len]
+    _, root = call_tree(forward, init_params(cfg, np.random.default_rng(0)), ids, cfg)
+    ln, block = qualname_of(layer_norm_forward), qualname_of(block_forward)
+    ran = {s.function for s in root.walk()}
+    sites = [c for c in build_index(ROOT, ("model",)).called_by(ln) if c.caller in ran]
+    return ExampleResult([], f"model.transformer.forward at {cfg} on the first {cfg.seq_len} characters of "
+                             f"{WINDOW_TEXT!r}, its calls recorded; the call sites from the source index", data=dict(
+        applications=sum(s.calls for s in root.walk() if s.function == ln), sites=len(sites),
+        block_sites=sum(c.caller == block for c in sites), num_layers=cfg.num_layers))
