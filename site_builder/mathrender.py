@@ -50,6 +50,11 @@ Temml's output is 4 % smaller, its rendering 30 % slower (0.41 s against 0.31 s)
 classes want its stylesheet and its prime its own font. The rewrite here is one small pass
 whose result the drawing test (tests/browser/test_math_drawing.py) checks, so KaTeX stays.
 
+Negative spaces: KaTeX writes ``\\!`` as a thin space and an invisible separator, which MathML
+Core draws as a thin space, so ``\\min\\!\\big(`` had two spaces where TeX has none; Chromium
+clamps a negative ``<mspace>`` to 0, so the negative space cancels the space before it, or is
+dropped (:func:`negative_spaces`).
+
 A QuickJS context is not thread-safe, so the one shared context is guarded
 by a lock; rendering is CPU-bound anyway, so threads would not speed it up.
 """
@@ -174,7 +179,7 @@ def render_tex(tex: str, display: bool, symbol_classes: bool = False) -> str:
     else:
         html = _render(tex, display, False)
     html = html.replace(' xmlns="http://www.w3.org/1998/Math/MathML"', "", 1)   # implied in HTML
-    html = space_operators(styled_letters(html))
+    html = negative_spaces(space_operators(styled_letters(html)))
     if display:
         html = f'<span class="katex-display">{html}</span>'
     MEMO[key] = html
@@ -251,6 +256,19 @@ def styled_letters(html: str) -> str:
         raise RuntimeError(f"KaTeX's MathML has mathvariant={left[1]!r} on an element that is not a leaf; "
                            "site_builder/mathrender.styled_letters cannot draw it in MathML Core")
     return html
+
+
+# KaTeX's MathML for \\! (and \\negmedspace, \\negthickspace): the positive space of that width
+# and an invisible separator, which MathML Core draws as the positive space.
+NEGATIVE_SPACE = re.compile('(<mspace width="0.1667em"></mspace>)?<mtext>([\u2009\u205f\u2005])\u2063</mtext>')
+
+
+def negative_spaces(html: str) -> str:
+    """TeX's negative spaces, which MathML Core cannot draw (Chromium clamps a negative mspace
+    to 0): where one follows the thin space after an operator name (its use here,
+    `\\sin\\!\\left(`) the two cancel; elsewhere it is dropped. KaTeX's text drew a space where
+    the author took one away: "min" and its "(" were two spaces apart."""
+    return NEGATIVE_SPACE.sub("", html)
 
 
 APPLY = "<mo>\u2061</mo>"          # KaTeX's "function application" after \tanh, \max, \operatorname

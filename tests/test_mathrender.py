@@ -157,6 +157,13 @@ def test_a_marked_symbol_keeps_its_style_and_its_class():
     assert set(re.findall(r'mathvariant="([^"]*)"', html)) <= {"normal"}
 
 
+def test_a_negative_space_takes_the_operator_space_away():
+    # KaTeX's \! is a thin space and an invisible separator, drawn as a thin space
+    html = render_tex(r"\min\!\big(x\big) + \sin\!\left(x\right) + x^{\!\top}", display=False)
+    assert "\u2063" not in html and "<mspace" not in html
+    assert '<mi>min</mi><mo>\u2061</mo><mo fence="false"' in html and "<mi>sin</mi><mo>\u2061</mo><mrow><mo fence" in html
+
+
 def test_the_built_math_has_no_mathvariant_but_normal_and_every_styled_letter_drawn(built_site):
     pages = sorted(built_site.glob("*.html"))
     variants, missing, styled_seen = set(), [], 0

@@ -37,7 +37,8 @@ STRETCHY_TEXT = set("()[]{}|‖∥⌈⌉⌊⌋⟨⟩∑∏∫∮⋃⋂⨁⨂←�
 OPERATOR = re.compile(r"<mo(?P<attrs>[^>]*)>(?P<text>[^<]*)</mo>")
 GROUP = 40
 # one delimiter at each size TeX's \big commands set, and a bar (KaTeX writes \Big| as U+2223)
-SIZED = [r"f(x)", r"f\big(x\big)", r"f\Big(x\Big)", r"f\bigg(x\bigg)", r"f\Bigg(x\Bigg)", r"f|x|", r"f\Big|x\Big|"]
+SIZED = [r"f(x)", r"f\big(x\big)", r"f\Big(x\Big)", r"f\bigg(x\bigg)", r"f\Bigg(x\Bigg)", r"f|x|", r"f\Big|x\Big|",
+         r"\min(x)", r"\min\!\big(x\big)", r"\sin\!\left(x\right)"]
 
 
 def distinct_math(site):
@@ -164,14 +165,18 @@ def test_delimiters_sized_by_big_are_drawn_at_their_size(page, drawing_page):
     url, _ = drawing_page
     page.goto(url.replace("index.html", "delimiters.html"))
     page.evaluate("() => Promise.all([...document.fonts].map(f => f.load()))")
-    # [height of the opening delimiter, gap between "f" and it] for each formula of SIZED
+    # [height of the first delimiter, gap between the first <mi> and it] for each formula
     drawn = page.evaluate("""() => [...document.querySelectorAll('.sized math')].map(m => {
-        const f = m.querySelector('mi'), open = f.nextElementSibling;
-        return [open.getBoundingClientRect().height,
-                open.getBoundingClientRect().left - f.getBoundingClientRect().right];
+        const name = m.querySelector('mi').getBoundingClientRect();
+        const open = [...m.querySelectorAll('mo, mi')].find(e => /^[(|\u2223]$/.test(e.textContent))
+                     .getBoundingClientRect();
+        return [open.height, open.left - name.right];
     })""")
-    heights = [h for h, _ in drawn]
-    assert heights[0] < heights[1] < heights[2] < heights[3] < heights[4], f"delimiter heights {heights[:5]}"
-    assert heights[6] > heights[5] * 1.3, f"\\Big| is drawn {heights[6]:.1f} px high, | {heights[5]:.1f} px"
-    # TeX sets \big( as an ordinary symbol: no gap after the f that a plain ( has not
-    assert all(abs(gap - drawn[0][1]) < 0.5 for _, gap in drawn[1:5]), f"gaps after f: {[g for _, g in drawn]}"
+    heights = {tex: h for tex, (h, _) in zip(SIZED, drawn)}
+    gaps = {tex: g for tex, (_, g) in zip(SIZED, drawn)}
+    sizes = [heights[t] for t in SIZED[:5]]
+    assert sizes == sorted(sizes) and len(set(sizes)) == 5, f"delimiter heights {sizes}"
+    assert heights[r"f\Big|x\Big|"] > 1.3 * heights["f|x|"], heights
+    # TeX sets \big( as an ordinary symbol, and \! takes the operator's thin space away: no gap
+    assert all(abs(gaps[t] - gaps["f(x)"]) < 0.5 for t in SIZED[:5]), gaps
+    assert all(abs(gaps[t] - gaps[r"\min(x)"]) < 0.5 for t in SIZED[7:]), gaps
