@@ -28,6 +28,10 @@ class BuildFailed(Exception):
         self.problems = sorted(problems)
 
 
-def did_you_mean(word, choices):
+def did_you_mean(word, choices, containing=False):
+    """A close spelling of `word` among `choices`; with `containing`, else the names that
+    contain it (`max` -> `row_max`: a helper that replaced a method keeps its name in its own)."""
     close = difflib.get_close_matches(word, list(choices), n=1)
-    return f"did you mean '{close[0]}'?" if close else ""
+    if not close and containing and word:
+        close = [c for c in choices if word in c and c != word][:2]
+    return f"did you mean {' or '.join(repr(c) for c in close)}?" if close else ""

@@ -24,17 +24,22 @@ Trade-offs, and why:
   `positive = Z > 0` (the whole statement, if it spans lines): the shortest reference that
   cannot drift. A name assigned on several lines is an error naming them; a name the
   function does not assign (`softmax_forward`) is matched as text, as before.
+- **A `tests` reference lands on an assertion** (`asserts_nothing`): an `assert`, an
+  `assert*` call, `pytest.approx`, or a `with pytest.raises(...)` block, or a line inside one.
+  A setup line (the call whose result a later line checks) tests nothing by itself; the
+  message names the assertions after it that read what it binds, so the author can cite one.
 - **The code shown is the file's own text** (`Resolved.code`: the lines joined by `\\n`,
   indentation kept), so a page quotes exactly what the repository has at the built commit.
 """
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 
 from site_builder.source_index import SourceIndex
 
-__all__ = ["Resolved", "ResolveError", "resolve_snippet", "resolve_function"]
+__all__ = ["Resolved", "ResolveError", "resolve_snippet", "resolve_function", "asserts_nothing"]
 
 
 @dataclass(frozen=True)
@@ -152,3 +157,22 @@ def resolve_snippet(index: SourceIndex, qualname: str, snippet: str) -> Resolved
     start = found[0]
     end = start + len(wanted) - 1
     return Resolved(f.file, start, end, "\n".join(lines[start - 1:end]), qualname)
+
+
+def asserts_nothing(index: SourceIndex, r: Resolved):
+    """None when lines r.start..r.end of the test r.function hold or lie inside an assertion;
+    else (message, fix), the fix naming the later assertions that read what those lines bind
+    (else what they use)."""
+    found = index.assertions(r.function)
+    if any(a.start <= r.end and r.start <= a.end for a in found):
+        return None
+    lines = index.files[index.function(r.function).file]
+    bound = {name for name, places in index.assignments(r.function).items()
+             if any(a <= r.end and r.start <= b for a, b in places)}
+    used = set(re.findall(r"[A-Za-z_]\w*", r.code))
+    later = [a for a in found if a.start > r.end]
+    readers = [a for a in later if a.reads & bound] or [a for a in later if a.reads & used]
+    shown = "; ".join(f"line {a.start}: {lines[a.start - 1].strip()!r}" for a in readers[:3])
+    where = f"line {r.start}" if r.start == r.end else f"lines {r.start}-{r.end}"
+    return (f"{where} of {r.function} asserts nothing (a tests reference must cite an assertion)",
+            f"cite the assertion that checks it: {shown}" if shown else "cite an assert line of the test that checks it")
