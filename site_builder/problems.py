@@ -29,9 +29,9 @@ class BuildFailed(Exception):
 
 
 def did_you_mean(word, choices, containing=False):
-    """A close spelling of `word` among `choices`; with `containing`, else the names that
+    """A close spelling of `word` among `choices`; with `containing`, first the names that
     contain it (`max` -> `row_max`: a helper that replaced a method keeps its name in its own)."""
-    close = difflib.get_close_matches(word, list(choices), n=1)
-    if not close and containing and word:
-        close = [c for c in choices if word in c and c != word][:2]
+    choices = [c for c in choices if c != word]
+    close = [c for c in choices if word in c][:2] if containing and word else []
+    close = close or difflib.get_close_matches(word, choices, n=1)
     return f"did you mean {' or '.join(repr(c) for c in close)}?" if close else ""

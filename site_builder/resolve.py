@@ -161,14 +161,17 @@ def resolve_snippet(index: SourceIndex, qualname: str, snippet: str) -> Resolved
 
 def asserts_nothing(index: SourceIndex, r: Resolved):
     """None when lines r.start..r.end of the test r.function hold or lie inside an assertion;
-    else (message, fix), the fix naming the later assertions that read what those lines bind
-    (else what they use)."""
+    else (message, fix), the fix naming the later assertions that read what those lines bind or
+    what is computed from it (else what they use)."""
     found = index.assertions(r.function)
     if any(a.start <= r.end and r.start <= a.end for a in found):
         return None
     lines = index.files[index.function(r.function).file]
-    bound = {name for name, places in index.assignments(r.function).items()
-             if any(a <= r.end and r.start <= b for a, b in places)}
+    places = sorted((a, b, name) for name, spans in index.assignments(r.function).items() for a, b in spans)
+    bound = {name for a, b, name in places if a <= r.end and r.start <= b}
+    for a, b, name in places:                 # and what later statements compute from it
+        if a > r.end and bound & set(re.findall(r"[A-Za-z_]\w*", "\n".join(lines[a - 1:b]))):
+            bound.add(name)
     used = set(re.findall(r"[A-Za-z_]\w*", r.code))
     later = [a for a in found if a.start > r.end]
     readers = [a for a in later if a.reads & bound] or [a for a in later if a.reads & used]

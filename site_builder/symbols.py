@@ -303,7 +303,8 @@ def code_misses(code: str, scopes, class_attrs=frozenset()) -> list:
     (`params["b0.ff1_w"]` for `params[p + "ff1_w"]`, `f"dec{l}.cross.wv"`); `x.field` of a
     field of one of the package's classes (`cfg.ff_dim`, in `class_attrs`) is found wherever
     the instance is. A bare operator (`*`) must be one the code applies; `return` needs a
-    return. Text that is not Python ("not named in the code") is not checked."""
+    return; `NAME (inside FUNCTION)` is NAME, FUNCTION being among the scopes. Text that is
+    not Python ("not named in the code") is not checked."""
     keys = frozenset().union(*(w.keys for w in scopes))
     misses = []
     for part in _split_code(code):
@@ -317,6 +318,7 @@ _BUILTINS = frozenset(dir(builtins))
 
 
 def _part_misses(part: str, words, keys, class_attrs) -> list:
+    part = re.sub(r"\s*\(inside\s+[\w.]+\)$", "", part)     # `loss (inside F)`: F is among the scopes
     if re.fullmatch(r"return(\[\d+\])?", part):
         return [] if words.returns else ["return"]
     if part in _OPERATORS:

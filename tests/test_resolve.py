@@ -156,4 +156,5 @@ def test_a_tests_reference_on_a_setup_line_names_the_assertion_that_reads_it(tix
     assert message == "line 8 of tests.test_core.test_ffn asserts nothing (a tests reference must cite an assertion)"
     assert fix == "cite the assertion that checks it: line 11: 'assert A == pytest.approx(1)'"
     _, fix = asserts_nothing(tix, resolve_snippet(tix, "tests.test_core.test_ffn", "out, cache = ffn("))
-    assert fix == "cite the assertion that checks it: line 9: 'np.testing.assert_allclose('"   # it reads `out`
+    # line 9 reads `out`, line 11 reads `A`, computed from `cache` on line 8
+    assert fix == "cite the assertion that checks it: line 9: 'np.testing.assert_allclose('; line 11: 'assert A == pytest.approx(1)'"

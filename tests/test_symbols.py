@@ -130,3 +130,9 @@ def test_code_the_function_does_not_spell_is_a_miss(code, scopes, missing):
     from site_builder.symbols import code_misses
     got = code_misses(code, [words(s) for s in scopes], class_attrs={"ff_dim"})
     assert sorted(got) == sorted(missing)
+
+
+def test_a_name_inside_another_function_is_checked_as_that_name():
+    from site_builder.symbols import code_misses
+    assert code_misses("dZ (inside ffn_backward)", [words(FFN_BACKWARD)]) == []
+    assert code_misses("dQ (inside ffn_backward)", [words(FFN_BACKWARD)]) == [("dQ (inside ffn_backward)", "dQ")]
