@@ -18,6 +18,10 @@ decision about *where* a symbol is gets made here, at build time:
   browser matches against the highlighted tokens of the listings; other expressions
   (`X1 + ff`, `c["positive"]`, `.sum(axis=0)`) match the listing lines that contain them.
   Text that is not Python ("not named in the code", `*`) links to no code.
+- Checking the code column. `code_misses` says which names, attributes, keys and operators
+  of a row's `code` the code does not spell (site_builder.pages reports them at the row, a
+  `check` problem): a row can be linked only to what is there, and a name that went stale
+  when the code changed (`.sum(axis=0)` after the code moved to `column_sums`) must fail.
 
 Trade-offs: KaTeX must *trust* `\\htmlClass`, and only for class names `sym-<digits>`
 (mathrender.render_tex(symbol_classes=True)); authors' own TeX still renders with no trust
