@@ -512,8 +512,8 @@ class PageBuilder:
         named += sorted(self.callees(fn))
         named += [x.caller for x in self.index.called_by(fn) if x.caller.startswith("model.")]
         for item in c.get("math") or []:
-            named += [r["function"] for r in item.get("refs") or [] if r.get("function") and r.get("role") != "tests"]
-        named += [x["function"] for x in c.get("listings") or [] if x.get("function")]
+            named += [str(r["function"]) for r in item.get("refs") or [] if r.get("function") and r.get("role") != "tests"]
+        named += [str(x["function"]) for x in c.get("listings") or [] if x.get("function")]
         for text in (str(s.get("code", "")), str(s.get("shape_of", ""))):
             for inside in re.findall(r"\(inside\s+([\w.]+)\)", text):
                 for q in self.index.functions:
