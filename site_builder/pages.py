@@ -17,7 +17,7 @@ from site_builder.content import concepts, section_kind
 from site_builder.example_runner import DEFAULT_TIMEOUT, ExampleStore, Request, run_example
 from site_builder.problems import Problem
 from site_builder.render import ROLE_LABELS, cite_authors, source_url, line_anchor, short_file
-from site_builder.resolve import resolve_snippet, resolve_function, ResolveError
+from site_builder.resolve import resolve_snippet, resolve_function, ResolveError, asserts_nothing
 from site_builder.symbols import render_equation, code_links
 
 
@@ -425,6 +425,8 @@ class PageBuilder:
                 r = self.resolve(ref_fn, ref["snippet"], page.file, ref.line)
                 if not r:
                     continue
+                if ref["role"] == "tests" and (miss := asserts_nothing(self.index, r)):
+                    self.problems.append(Problem(page.file, ref.line, *miss, strict=True))
                 refs.append(dict(role=ref["role"], file=r.file, start=r.start, end=r.end, code=r.code,
                                  function=ref_fn, href=source_url(r.file) + f"#{line_anchor(r.start, r.end)}",
                                  github=self.github(r.file, r.start, r.end)))
@@ -533,6 +535,7 @@ class PageBuilder:
         """A symbol row's `code`: as written, or the name its TeX uses when that is a local of
         the concept's function (`Z` -> Z, `X_n` -> Xn, `\\hat{x}` -> xhat)."""
         if "code" in s:
+            self.stale_code(page, c, s, str(s["code"]))
             return str(s["code"])
         names = [tex_name(p) for p in parts]
         if names and all(n in locals_ for n in names):
@@ -542,6 +545,66 @@ class PageBuilder:
                                      f"is not a local of {c['function']}",
                                      f"add code: NAME (its locals: {', '.join(locals_) or 'none'})"))
         return ""
+
+    def stale_code(self, page, c, s, code):
+        """A `check` problem for a symbol row whose `code` spells what the code does not."""
+        from site_builder.problems import did_you_mean
+        from site_builder.symbols import code_misses
+        scopes = self.code_scopes(c, s)
+        misses = code_misses(code, [w for _, w in scopes], self.index.class_attributes())
+        if not misses:
+            return
+        part, word = misses[0]
+        own = scopes[0][1]
+        shown = sorted(set().union(*(w.names | w.attrs | w.keys for _, w in scopes)))
+        hint = did_you_mean(word.strip("'."), shown, containing=True)
+        calls = ", ".join(own.calls[:10]) or "nothing"
+        self.problems.append(Problem(
+            page.file, s.line_of("code"),
+            f"symbol '{s['tex']}': code '{part}' spells {word}, which neither {c['function']} nor the code it "
+            f"calls, its callers or the concept's references spell; {hint or f'it calls {calls}'}",
+            "write the name the code has (a local, a parameter, a call or a key), 'NAME (inside FUNCTION)' "
+            "for another function's, or words when the code does not name it", strict=True))
+
+    def code_scopes(self, c, s):
+        """[(where, CodeWords)] of the code a symbol row may name: the concept's function first,
+        its class's methods, the model functions it reaches and its direct callers, the model
+        functions the concept's equations and listings cite (its tests aside: a test's own
+        names are not the code's), a function the row names with `(inside FUNCTION)` and what
+        it reaches, and the concept's examples."""
+        fn = c["function"]
+        try:
+            info = self.index.function(fn)
+        except KeyError:
+            return []                       # the missing function is reported where it is cited
+        named = [fn] + [q for q, g in self.index.functions.items() if info.class_name and g.class_name == info.class_name]
+        named += sorted(self.callees(fn))
+        named += [x.caller for x in self.index.called_by(fn) if x.caller.startswith("model.")]
+        for item in c.get("math") or []:
+            named += [str(r["function"]) for r in item.get("refs") or [] if r.get("function") and r.get("role") != "tests"]
+        named += [str(x["function"]) for x in c.get("listings") or [] if x.get("function")]
+        for text in (str(s.get("code", "")), str(s.get("shape_of", ""))):
+            for inside in re.findall(r"\(inside\s+([\w.]+)\)", text):
+                for q in self.index.functions:
+                    if q == inside or q.endswith("." + inside):
+                        named += [q] + sorted(self.callees(q))
+        scopes = [(q, self.index.code_words(q)) for q in dict.fromkeys(named) if q in self.index.functions]
+        return scopes + [(e["run"], w) for e in c.get("examples") or [] if (w := self.example_words(e["run"]))]
+
+    def example_words(self, ref):
+        """CodeWords of the example function `ref` names ('block:ffn_forward_worked'), read
+        with `ast` (not run); None when it cannot be read (the example's own problem says why)."""
+        import ast
+        from site_builder.source_index import code_words_of
+        module, _, name = str(ref).partition(":")
+        path = self.root / "content" / "examples" / f"{module}.py"
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, ValueError):
+            return None
+        name = name.partition("(")[0]
+        found = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name]
+        return code_words_of(found[0]) if found else None
 
     def probe_fix(self, c, block=False):
         """How to give shapes to a function nothing runs: a `probe:` of its inputs when every

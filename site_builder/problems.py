@@ -28,6 +28,10 @@ class BuildFailed(Exception):
         self.problems = sorted(problems)
 
 
-def did_you_mean(word, choices):
-    close = difflib.get_close_matches(word, list(choices), n=1)
-    return f"did you mean '{close[0]}'?" if close else ""
+def did_you_mean(word, choices, containing=False):
+    """A close spelling of `word` among `choices`; with `containing`, first the names that
+    contain it (`max` -> `row_max`: a helper that replaced a method keeps its name in its own)."""
+    choices = [c for c in choices if c != word]
+    close = [c for c in choices if word in c][:2] if containing and word else []
+    close = close or difflib.get_close_matches(word, choices, n=1)
+    return f"did you mean {' or '.join(repr(c) for c in close)}?" if close else ""

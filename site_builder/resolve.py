@@ -24,17 +24,23 @@ Trade-offs, and why:
   `positive = Z > 0` (the whole statement, if it spans lines): the shortest reference that
   cannot drift. A name assigned on several lines is an error naming them; a name the
   function does not assign (`softmax_forward`) is matched as text, as before.
+- **A `tests` reference lands on an assertion** (`asserts_nothing`): an `assert`, an
+  `assert*` call, `pytest.approx`, or a `with pytest.raises(...)` block, or a line inside one.
+  A setup line (the call whose result a later line checks) tests nothing by itself; the
+  message names the assertions after it that read what it binds, so the author can cite one.
 - **The code shown is the file's own text** (`Resolved.code`: the lines joined by `\\n`,
   indentation kept), so a page quotes exactly what the repository has at the built commit.
 """
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 
 from site_builder.source_index import SourceIndex
 
-__all__ = ["Resolved", "ResolveError", "resolve_snippet", "resolve_function"]
+__all__ = ["Resolved", "ResolveError", "resolve_snippet", "resolve_function", "asserts_nothing",
+           "checking_assertions"]
 
 
 @dataclass(frozen=True)
@@ -152,3 +158,30 @@ def resolve_snippet(index: SourceIndex, qualname: str, snippet: str) -> Resolved
     start = found[0]
     end = start + len(wanted) - 1
     return Resolved(f.file, start, end, "\n".join(lines[start - 1:end]), qualname)
+
+
+def asserts_nothing(index: SourceIndex, r: Resolved):
+    """None when lines r.start..r.end of the test r.function hold or lie inside an assertion;
+    else (message, fix), the fix naming the assertions that check what those lines compute."""
+    if any(a.start <= r.end and r.start <= a.end for a in index.assertions(r.function)):
+        return None
+    lines = index.files[index.function(r.function).file]
+    shown = "; ".join(f"line {a.start}: {lines[a.start - 1].strip()!r}" for a in checking_assertions(index, r)[:3])
+    where = f"line {r.start}" if r.start == r.end else f"lines {r.start}-{r.end}"
+    return (f"{where} of {r.function} asserts nothing (a tests reference must cite an assertion)",
+            f"cite the assertion that checks it: {shown}" if shown else "cite an assert line of the test that checks it")
+
+
+def checking_assertions(index: SourceIndex, r: Resolved) -> list:
+    """The assertions after lines r.start..r.end of the test r.function that read what those
+    lines bind, or what later statements compute from it; else those that read a name the
+    lines use. In code order."""
+    lines = index.files[index.function(r.function).file]
+    places = sorted((a, b, name) for name, spans in index.assignments(r.function).items() for a, b in spans)
+    bound = {name for a, b, name in places if a <= r.end and r.start <= b}
+    for a, b, name in places:                 # and what later statements compute from it
+        if a > r.end and bound & set(re.findall(r"[A-Za-z_]\w*", "\n".join(lines[a - 1:b]))):
+            bound.add(name)
+    used = set(re.findall(r"[A-Za-z_]\w*", r.code))
+    later = [a for a in index.assertions(r.function) if a.start > r.end]
+    return [a for a in later if a.reads & bound] or [a for a in later if a.reads & used]

@@ -6,8 +6,8 @@ What it writes, all from the source index and one run of the function:
 - a concept section in content/pages/SLUG.md (after SECTION, else at the end of `sections`),
   with its references: one equation citing every line of the function that assigns a local
   (by the local's name) and its return line, and the tests that call it (found through the
-  test index, each cited at its call line); the same for the matching `_backward`, whose
-  listing is added;
+  test index, each cited at the assertion that checks its call); the same for the matching
+  `_backward`, whose listing is added;
 - symbol rows for the function's arguments and locals (code names are the defaults, written
   out only where the TeX name differs), with the shapes the probe runs give;
 - `probe:` inputs when no probe entry point reaches the function, so its shapes are recorded;
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from site_builder import COMMAND
 from site_builder.content import concepts, load_content
-from site_builder.resolve import ResolveError, resolve_snippet
+from site_builder.resolve import ResolveError, Resolved, asserts_nothing, checking_assertions, resolve_snippet
 from site_builder.source_index import build_index
 
 TODO = "TODO"
@@ -78,19 +78,25 @@ def _statement_refs(index, qualname, own: bool) -> list:
 
 
 def _test_refs(index, qualname, limit=2) -> list:
-    """The tests that call `qualname` directly, each cited at its (unique) call line."""
+    """The tests that call `qualname` directly, each cited at the assertion that checks the
+    call (the call line itself when it asserts), whose first line is a unique snippet."""
     out, cited = [], set()
     for caller, line in index.called_by(qualname):
         f = index.function(caller)
         if not f.file.startswith("tests/") or f.kind != "test" or caller in cited:
             continue
         cited.add(caller)
-        text = index.files[f.file][line - 1].strip()
-        try:
-            resolve_snippet(index, caller, text)
-        except ResolveError:
-            continue
-        out.append(f"{{role: tests, function: {caller}, snippet: {_q(text)}}}")
+        lines = index.files[f.file]
+        call = Resolved(f.file, line, line, lines[line - 1], caller)
+        starts = [line] if asserts_nothing(index, call) is None else [a.start for a in checking_assertions(index, call)]
+        for n in starts:
+            text = lines[n - 1].strip()
+            try:
+                resolve_snippet(index, caller, text)
+            except ResolveError:
+                continue
+            out.append(f"{{role: tests, function: {caller}, snippet: {_q(text)}}}")
+            break
         if len(out) == limit:
             break
     return out

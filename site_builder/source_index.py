@@ -55,8 +55,8 @@ from typing import Iterator, NamedTuple, Optional
 
 __all__ = [
     "SourceError", "NotIndexed", "Call", "CallerRef", "TestLink", "FunctionInfo", "ClassInfo",
-    "ModuleInfo", "CacheRead", "CacheBuild", "CacheAssign", "GradWrite", "FlowStep",
-    "SourceIndex", "build_index",
+    "ModuleInfo", "CacheRead", "CacheBuild", "CacheAssign", "GradWrite", "FlowStep", "CodeWords", "Assertion",
+    "SourceIndex", "build_index", "code_words_of",
 ]
 
 
@@ -135,6 +135,15 @@ class CacheAssign(NamedTuple):
     in_list: bool = False
 
 
+class Assertion(NamedTuple):
+    """What a test checks: an `assert`, a call of an `assert*` function (`np.testing.assert_allclose`,
+    a helper `assert_close`), a `pytest.approx`, or a `with pytest.raises/warns(...)` block,
+    lines start..end; `reads` the names it reads."""
+    start: int
+    end: int
+    reads: frozenset
+
+
 class GradWrite(NamedTuple):
     """A `grads[...] +=` / `grads[...] =` in a function, its key rendered as a pattern."""
     key: str
@@ -192,6 +201,21 @@ class FlowStep:
     calls: tuple = ()             # every indexed function the statement calls, in order
     grad_lines: tuple = ()        # lines of `grads[k] += v` folded into this step
     within: tuple = ()            # header lines of the enclosing for/if/with/while/try
+
+
+@dataclass(frozen=True)
+class CodeWords:
+    """What a function's own source spells (nested functions and lambdas included, callees
+    not): what a page may say the function names. `names` include its own name and parameters;
+    `keys` are its string constants and the keyword names of its calls (`dict(P=P)` makes the
+    key "P"); `ops` the class names of its binary operators (`Mult` for `*`); `calls` the name
+    of each function it calls (`row_max`, `reshape`), in code order."""
+    names: frozenset
+    attrs: frozenset
+    keys: frozenset
+    ops: frozenset
+    calls: tuple
+    returns: bool
 
 
 # --------------------------------------------------------------------------------------
@@ -340,6 +364,32 @@ def _body_without_docstring(fn: ast.AST) -> list:
     return body
 
 
+def code_words_of(fn: ast.AST) -> CodeWords:
+    """CodeWords of one function's source (docstring aside, nested functions included)."""
+    names, attrs, keys, ops, calls, returns = {fn.name, *_params(fn)}, set(), set(), set(), [], False
+    doc = fn.body[0].value if fn.body != _body_without_docstring(fn) else None
+    for n in _walk_scope(fn):
+        if isinstance(n, ast.Name):
+            names.add(n.id)
+        elif isinstance(n, ast.Attribute):
+            attrs.add(n.attr)
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and n is not doc:
+            keys.add(n.value)
+        elif isinstance(n, ast.keyword) and n.arg:
+            keys.add(n.arg)
+        elif isinstance(n, (ast.BinOp, ast.AugAssign)):
+            ops.add(type(n.op).__name__)
+        elif isinstance(n, _DEFS):
+            names.add(n.name)
+        elif isinstance(n, ast.arg):
+            names.add(n.arg)
+        elif isinstance(n, ast.Call) and _dotted(n.func):
+            calls.append(_dotted(n.func)[-1])
+        returns |= isinstance(n, ast.Return)
+    return CodeWords(frozenset(names), frozenset(attrs), frozenset(keys), frozenset(ops),
+                     tuple(dict.fromkeys(calls)), returns)
+
+
 def _flat_targets(targets) -> Iterator[ast.expr]:
     for t in targets:
         if isinstance(t, (ast.Tuple, ast.List)):
@@ -481,6 +531,7 @@ class SourceIndex:
         self._memo_callers: dict = {}
         self._memo_fill: dict = {}
         self._memo_assignments: dict = {}
+        self._memo_words: dict = {}
         self._in_progress: set = set()
         self._cuts = 0                 # cycle guards hit: results computed past one are not memoised
 
@@ -552,6 +603,45 @@ class SourceIndex:
                     if isinstance(t, ast.Name):
                         out.setdefault(t.id, []).append((node.lineno, node.lineno))
         return out
+
+    def code_words(self, qualname: str) -> CodeWords:
+        """The names, attributes, keys and operators the source of `qualname` spells."""
+        q = self.function(qualname).qualname
+        if q not in self._memo_words:                # a page asks it for every symbol row
+            self._memo_words[q] = code_words_of(self._fns[q].node)
+        return self._memo_words[q]
+
+    def assertions(self, qualname: str) -> list:
+        """The Assertions of `qualname` (nested functions included), in code order."""
+        fn = self._fns[self.function(qualname).qualname]
+        out = []
+        for n in _walk_scope(fn.node):
+            checks = isinstance(n, ast.Assert)
+            if isinstance(n, ast.Call) and _dotted(n.func):
+                name = _dotted(n.func)
+                checks = name[-1].startswith("assert") or name[-2:] == ["pytest", "approx"]
+            elif isinstance(n, (ast.With, ast.AsyncWith)):
+                checks = any(isinstance(i.context_expr, ast.Call) and (_dotted(i.context_expr.func) or [""])[-2:]
+                             in (["pytest", "raises"], ["pytest", "warns"]) for i in n.items)
+            if checks:
+                reads = frozenset(x.id for x in _walk_scope(n) if isinstance(x, ast.Name))
+                out.append(Assertion(n.lineno, n.end_lineno, reads))
+        return sorted(set(out), key=lambda a: (a.start, a.end))
+
+    def class_attributes(self, package: str = "model") -> frozenset:
+        """Every field, method and `self.x =` attribute of a class of `package`: what
+        `cfg.ff_dim` or `tokenizer.vocab_size` may name wherever the instance is."""
+        out = set()
+        for node, mod in self._class_nodes.values():
+            if mod.name.split(".")[0] != package:
+                continue
+            for n in node.body:
+                out |= {t.id for t in _stmt_targets(n) if isinstance(t, ast.Name)}
+                if isinstance(n, _DEFS):
+                    out.add(n.name)
+            out |= {n.attr for n in _walk_scope(node) if isinstance(n, ast.Attribute)
+                    and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name) and n.value.id == "self"}
+        return frozenset(out)
 
     def local_names(self, qualname: str) -> list:
         """The parameters and every name a statement of `qualname` binds, in order."""

@@ -18,6 +18,10 @@ decision about *where* a symbol is gets made here, at build time:
   browser matches against the highlighted tokens of the listings; other expressions
   (`X1 + ff`, `c["positive"]`, `.sum(axis=0)`) match the listing lines that contain them.
   Text that is not Python ("not named in the code", `*`) links to no code.
+- Checking the code column. `code_misses` says which names, attributes, keys and operators
+  of a row's `code` the code does not spell (site_builder.pages reports them at the row, a
+  `check` problem): a row can be linked only to what is there, and a name that went stale
+  when the code changed (`.sum(axis=0)` after the code moved to `column_sums`) must fail.
 
 Trade-offs: KaTeX must *trust* `\\htmlClass`, and only for class names `sym-<digits>`
 (mathrender.render_tex(symbol_classes=True)); authors' own TeX still renders with no trust
@@ -29,6 +33,7 @@ same `X` on two concepts of one page are two symbols.
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 from dataclasses import dataclass, field
 
@@ -280,6 +285,83 @@ def code_links(code: str) -> dict:
         elif isinstance(node, (ast.BinOp, ast.Subscript, ast.Call, ast.Attribute, ast.UnaryOp)):
             exprs.append(part)
     return dict(names=list(dict.fromkeys(names)), exprs=list(dict.fromkeys(exprs)))
+
+
+_OPERATORS = {"+": "Add", "-": "Sub", "*": "Mult", "/": "Div", "//": "FloorDiv", "%": "Mod", "**": "Pow",
+              "@": "MatMult", "&": "BitAnd", "|": "BitOr", "^": "BitXor", "<<": "LShift", ">>": "RShift"}
+
+
+def code_misses(code: str, scopes, class_attrs=frozenset()) -> list:
+    """What the `code` column spells that the code does not: [(part, word)], `word` as the
+    part spells it (`max` of `S.max(...)`, `'wq'`, `*`). `scopes` are the source_index.CodeWords
+    of the concept's function first, then of the other code the concept shows (site_builder.pages
+    says which); each comma-separated part must be spelled by one of them as a whole, so
+    `S.max(...)` is not found by a function with `S` and a callee with `.max`. String keys are
+    the exception: a cache is built in one function and read in another, so a key may come
+    from any of them.
+
+    A part is parsed as Python: its names, attributes, string keys and binary operators must
+    occur in that source, or be Python's builtins (`len`). Names inside an index (`Qh[i]`,
+    `Xn[t]`) are the reader's indices; names a part binds itself (`v` of `sum(v.size for v in
+    p)`) are its own; a key may be a full parameter name whose prefix the code builds
+    (`params["b0.ff1_w"]` for `params[p + "ff1_w"]`, `f"dec{l}.cross.wv"`); `x.field` of a
+    field of one of the package's classes (`cfg.ff_dim`, in `class_attrs`) is found wherever
+    the instance is. A bare operator (`*`) must be one the code applies; `return` needs a
+    return; `NAME (inside FUNCTION)` is NAME, FUNCTION being among the scopes. Text that is
+    not Python ("not named in the code") is not checked."""
+    keys = frozenset().union(*(w.keys for w in scopes))
+    misses = []
+    for part in _split_code(code):
+        per_scope = [_part_misses(part, w, keys, class_attrs) for w in scopes]
+        fewest = min(per_scope, key=len) if per_scope else []
+        misses += [(part, w) for w in dict.fromkeys(fewest)]
+    return misses
+
+
+_BUILTINS = frozenset(dir(builtins))
+
+
+def _part_misses(part: str, words, keys, class_attrs) -> list:
+    part = re.sub(r"\s*\(inside\s+[\w.]+\)$", "", part)     # `loss (inside F)`: F is among the scopes
+    if re.fullmatch(r"return(\[\d+\])?", part):
+        return [] if words.returns else ["return"]
+    if part in _OPERATORS:
+        return [] if _OPERATORS[part] in words.ops else [part]
+    implicit = part.startswith(".")                    # `.sum(axis=0)`: a method of an unnamed array
+    try:
+        tree = ast.parse("_" + part if implicit else part, mode="eval")
+    except SyntaxError:
+        try:
+            tree = ast.parse(part, mode="exec")       # `flat[i] = old + h`
+        except SyntaxError:
+            return []
+    skip, bound = set(), {"_"} if implicit else set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript):
+            skip |= {id(n) for n in ast.walk(node.slice) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.JoinedStr):        # f"dec{l}.cross.wv": its own name is the last piece
+            skip |= {id(n) for n in ast.walk(node) if n is not node.values[-1]}
+        elif isinstance(node, ast.comprehension):
+            bound |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.Lambda):
+            bound |= {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.attr in class_attrs:
+            skip |= {id(node), id(node.value)}
+    missing = []
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Name) and node.id not in bound | _BUILTINS:
+            if not {node.id} & (words.names | words.keys | words.attrs):
+                missing.append(node.id)
+        elif isinstance(node, ast.Attribute) and node.attr not in words.attrs:
+            missing.append(node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and not {node.value, node.value.rsplit(".", 1)[-1]} & keys:
+            missing.append(repr(node.value))
+        elif isinstance(node, (ast.BinOp, ast.AugAssign)) and type(node.op).__name__ not in words.ops:
+            missing.append(next(k for k, v in _OPERATORS.items() if v == type(node.op).__name__))
+    return missing
 
 
 def _split_code(code: str) -> list:

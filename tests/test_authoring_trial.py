@@ -117,6 +117,7 @@ def test_documenting_gelu_takes_prose_and_tex_only(tmp_path):
     assert section.index("model-gelu") > 0 and page_1.index("model-gelu") > page_1.index("  - id: model-relu")
     assert "function: model.ops.gelu_backward" in section                 # the backward pair is listed
     assert "tests.test_ops.test_gelu_forward_is_close_to_the_erf_form" in section   # found via the test index
+    assert "snippet: 'np.testing.assert_allclose(y, exact, atol=1e-3)'" in section    # its assertion, not the call
 
     unfinished = run(root, "check", "--page", "model")
     assert unfinished.returncode == 1

@@ -33,7 +33,7 @@ sections:
         refs:
           - {role: computes, function: model.gradcheck.rel_error, snippet: "return float("}
     symbols:
-      - {tex: 'e', meaning: The relative error, code: e, shape: scalar}
+      - {tex: 'e', meaning: The relative error, code: return, shape: scalar}
     examples:
       - {title: One comparison, run: "mini:compare"}
 ---
@@ -146,8 +146,27 @@ def test_missing_test_reference(mini):
 
 
 def test_symbol_never_used(mini):
-    page = PAGE.replace("code: e, shape: scalar}", "code: e, shape: scalar}\n      - {tex: 'Q_z', meaning: Stale, code: q, shape: scalar}")
+    page = PAGE.replace("code: return, shape: scalar}", "code: return, shape: scalar}\n      - {tex: 'Q_z', meaning: Stale, code: q, shape: scalar}")
     assert only(problems_of(mini, page), "symbol 'Q_z' is declared but no equation").startswith("content/pages/mini.md:17:")
+
+
+def test_a_stale_symbol_code_fails_check_at_its_row(mini):
+    page = PAGE.replace("code: return, shape: scalar}", "code: 'np.linalg.norm(a - n).sum(axis=0)', shape: scalar}")
+    line = only(problems_of(mini, page), "spells sum")
+    assert line.startswith("content/pages/mini.md:16: symbol 'e': code 'np.linalg.norm(a - n).sum(axis=0)'")
+    assert "model.gradcheck.rel_error" in line
+    page = PAGE.replace("code: return, shape: scalar}", "code: 'np.linalg.norm(a - n)', shape: scalar}")
+    assert not [l for l in problems_of(mini, page) if "spells" in l]       # what the code has is found
+
+
+def test_a_tests_reference_that_asserts_nothing_fails_check(mini):
+    ref = '          - {role: tests, function: tests.test_gradcheck.test_linear_backward, snippet: "%s"}'
+    page = PAGE.replace('snippet: "return float("}', 'snippet: "return float("}\n' + ref % "dX, dW, db = linear_backward(")
+    line = only(problems_of(mini, page), "asserts nothing")
+    assert line.startswith("content/pages/mini.md:15: line ") and "of tests.test_gradcheck.test_linear_backward" in line
+    assert "cite the assertion that checks it: line " in line and "assert_close(dX, f, X, \"dX\")" in line
+    page = PAGE.replace('snippet: "return float("}', 'snippet: "return float("}\n' + ref % "assert_close(dX, f")
+    assert not [l for l in problems_of(mini, page) if "asserts nothing" in l]
 
 
 def test_navigation_and_pages_must_agree(mini):

@@ -115,3 +115,46 @@ def test_real_repository_reference():
     f = real.function("model.transformer.block_backward")
     assert f.start <= r.start <= r.end <= f.end
     assert r.code == "\n".join(real.files[r.file][r.start - 1:r.end])
+
+
+CHECKS = '''\
+import numpy as np
+import pytest
+from pkg.core import ffn
+
+
+def test_ffn():
+    out, cache = ffn(1, {}, "")
+    A = cache["A"]
+    np.testing.assert_allclose(
+        out, 2)
+    assert A == pytest.approx(1)
+    with pytest.raises(ValueError):
+        ffn(None, {}, "")
+'''
+
+
+@pytest.fixture(scope="module")
+def tix(tmp_path_factory):
+    root = tmp_path_factory.mktemp("repo")
+    for rel, text in {"pkg/__init__.py": "", "pkg/core.py": CORE, "tests/__init__.py": "", "tests/test_core.py": CHECKS}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return build_index(root, packages=("pkg", "tests"))
+
+
+@pytest.mark.parametrize("snippet", ["np.testing.assert_allclose(", "out, 2)", "assert A ==", 'ffn(None, {}, "")', None])
+def test_a_tests_reference_on_an_assertion_passes(tix, snippet):
+    from site_builder.resolve import asserts_nothing
+    r = resolve_snippet(tix, "tests.test_core.test_ffn", snippet) if snippet else resolve_function(tix, "tests.test_core.test_ffn")
+    assert asserts_nothing(tix, r) is None
+
+
+def test_a_tests_reference_on_a_setup_line_names_the_assertion_that_reads_it(tix):
+    from site_builder.resolve import asserts_nothing
+    message, fix = asserts_nothing(tix, resolve_snippet(tix, "tests.test_core.test_ffn", "A"))
+    assert message == "line 8 of tests.test_core.test_ffn asserts nothing (a tests reference must cite an assertion)"
+    assert fix == "cite the assertion that checks it: line 11: 'assert A == pytest.approx(1)'"
+    _, fix = asserts_nothing(tix, resolve_snippet(tix, "tests.test_core.test_ffn", "out, cache = ffn("))
+    # line 9 reads `out`, line 11 reads `A`, computed from `cache` on line 8
+    assert fix == "cite the assertion that checks it: line 9: 'np.testing.assert_allclose('; line 11: 'assert A == pytest.approx(1)'"

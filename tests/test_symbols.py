@@ -73,3 +73,66 @@ def test_the_block_page_marks_its_symbols(site_page):
     section = html[html.index('id="block-forward"'):html.index('id="block-backward"')]
     assert 'data-sym="4" data-names="X1"' in section
     assert section.count('class="sym-4"') >= 4          # X_1 in four equations
+
+
+# -- the code column is checked against the code ----------------------------------------------
+
+def words(source):
+    """CodeWords of the one function in `source`."""
+    import ast
+    from site_builder.source_index import code_words_of
+    return code_words_of(ast.parse(source).body[0])
+
+
+FFN_BACKWARD = '''
+def ffn_backward(dOut, c, params, p, grads):
+    dA, dW2, db2 = linear_backward(dOut, c["A"], params[p + "ff2_w"])
+    grads[p + "ff2_b"] += db2
+    dZ = relu_backward(dA, c["positive"])
+    return dZ * 2
+'''
+LINEAR_BACKWARD = '''
+def linear_backward(dY, X, W):
+    return dY @ W.T, X.T @ dY, column_sums(dY)
+'''
+SOFTMAX = '''
+def softmax_forward(S):
+    E = S - row_max(S)
+    return E
+'''
+ROW_MAX = '''
+def row_max(X):
+    return X.max(axis=-1, keepdims=True)
+'''
+
+
+@pytest.mark.parametrize("code", [
+    'c["positive"]', "ff2_w, ff2_b", 'params["b0.ff2_w"], grads["b0.ff2_b"]', "dA[t], dZ[i, j]", "*",
+    "linear_backward, relu_backward", "return", "len(dA)", "cfg.ff_dim", "not named in the code",
+    'sum(x * 2 for x in dA)', "dA, return of relu_backward", 'params[f"b{l}.ff2_w"]',
+])
+def test_code_the_function_spells_is_found(code):
+    from site_builder.symbols import code_misses
+    scopes = [words(FFN_BACKWARD), words(LINEAR_BACKWARD)]
+    assert code_misses(code, scopes, class_attrs={"ff_dim"}) == []
+
+
+@pytest.mark.parametrize("code, scopes, missing", [
+    (".sum(axis=0)", [FFN_BACKWARD, LINEAR_BACKWARD], [(".sum(axis=0)", "sum")]),     # it calls column_sums
+    ("S.max(axis=-1, keepdims=True)", [SOFTMAX, ROW_MAX], [("S.max(axis=-1, keepdims=True)", "max")]),
+    ("np.eye(d)", [FFN_BACKWARD], [("np.eye(d)", "np"), ("np.eye(d)", "eye"), ("np.eye(d)", "d")]),
+    ('c["negative"]', [FFN_BACKWARD], [('c["negative"]', "'negative'")]),
+    ("dA @ dZ", [FFN_BACKWARD], [("dA @ dZ", "@")]),
+    ("@", [FFN_BACKWARD], [("@", "@")]),
+    ("dW2, cfg.ff_dimm", [FFN_BACKWARD], [("cfg.ff_dimm", "cfg"), ("cfg.ff_dimm", "ff_dimm")]),
+])
+def test_code_the_function_does_not_spell_is_a_miss(code, scopes, missing):
+    from site_builder.symbols import code_misses
+    got = code_misses(code, [words(s) for s in scopes], class_attrs={"ff_dim"})
+    assert sorted(got) == sorted(missing)
+
+
+def test_a_name_inside_another_function_is_checked_as_that_name():
+    from site_builder.symbols import code_misses
+    assert code_misses("dZ (inside ffn_backward)", [words(FFN_BACKWARD)]) == []
+    assert code_misses("dQ (inside ffn_backward)", [words(FFN_BACKWARD)]) == [("dQ (inside ffn_backward)", "dQ")]
