@@ -591,6 +591,20 @@ def raising_location(exc: BaseException, prefer: str = "model/"):
     return preferred or inside
 
 
+def _run_traced(global_trace, call, qualname: str, code: CodeType | None, partial=lambda: None):
+    """call() with `global_trace` as the trace function, the previous one restored after; an
+    exception becomes the TraceError of _raise_trace_error (`partial()`: what was recorded)."""
+    previous = sys.gettrace()
+    sys.settrace(global_trace)
+    try:
+        return call()
+    except Exception as exc:
+        sys.settrace(previous)
+        _raise_trace_error(qualname, code, exc, partial())
+    finally:
+        sys.settrace(previous)
+
+
 def _raise_trace_error(qualname: str, code: CodeType | None, exc: BaseException, trace):
     """Turn exc into a TraceError naming the function and the deepest repository line."""
     deepest = own = None
@@ -640,15 +654,8 @@ def trace_locals(fn: Callable, *args, snapshot: str = "values", **kwargs) -> Tra
         recorder.start(frame)
         return recorder.local
 
-    previous = sys.gettrace()
-    sys.settrace(global_trace)
-    try:
-        result = fn(*args, **kwargs)
-    except Exception as exc:
-        sys.settrace(previous)
-        _raise_trace_error(qualname, code, exc, recorder.trace if recorder.trace.steps else None)
-    finally:
-        sys.settrace(previous)
+    result = _run_traced(global_trace, lambda: fn(*args, **kwargs), qualname, code,
+                         lambda: recorder.trace if recorder.trace.steps else None)
     recorder.trace.result = result if snapshot == "values" else _copy_return(result, "shapes")
     return recorder.trace
 
@@ -718,15 +725,10 @@ def trace_calls(entry: Callable, targets, *args, snapshot: str = "values",
         entry_name = qualname_of(entry)
     except TypeError:
         entry_code, entry_name = None, repr(entry)
-    previous = sys.gettrace()
-    sys.settrace(global_trace)
     try:
-        result = entry(*args, **kwargs)
-    except Exception as exc:
-        sys.settrace(previous)
-        _raise_trace_error(entry_name, entry_code, exc, traces or None)
+        result = _run_traced(global_trace, lambda: entry(*args, **kwargs), entry_name, entry_code,
+                             lambda: traces or None)
     finally:
-        sys.settrace(previous)
         live.clear()
     return result, traces
 
@@ -769,19 +771,13 @@ def call_tree(entry: Callable, *args, package: str = "model", **kwargs) -> tuple
         frame.f_trace_lines = False         # only the return is needed, not every line
         return on_return
 
-    previous = sys.gettrace()
-    sys.settrace(global_trace)
     try:
-        result = entry(*args, **kwargs)
-    except Exception as exc:
-        sys.settrace(previous)
-        try:
-            entry_code = _unwrap(entry).__code__
-        except TypeError:
-            entry_code = None
-        _raise_trace_error(entry_name, entry_code, exc, None)
+        entry_code = _unwrap(entry).__code__
+    except TypeError:
+        entry_code = None
+    try:
+        result = _run_traced(global_trace, lambda: entry(*args, **kwargs), entry_name, entry_code)
     finally:
-        sys.settrace(previous)
         live.clear()
     if [c.function for c in root.children] == [entry_name]:
         return result, root.children[0]      # entry is a function of package: its own site
