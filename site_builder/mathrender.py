@@ -179,7 +179,7 @@ def render_tex(tex: str, display: bool, symbol_classes: bool = False) -> str:
     else:
         html = _render(tex, display, False)
     html = html.replace(' xmlns="http://www.w3.org/1998/Math/MathML"', "", 1)   # implied in HTML
-    html = negative_spaces(space_operators(styled_letters(html)))
+    html = negative_spaces(space_operators(core_layout(styled_letters(html), tex)))
     if display:
         html = f'<span class="katex-display">{html}</span>'
     MEMO[key] = html
@@ -255,6 +255,47 @@ def styled_letters(html: str) -> str:
     if left:      # a styled element with children: a KaTeX output this pass was not written for
         raise RuntimeError(f"KaTeX's MathML has mathvariant={left[1]!r} on an element that is not a leaf; "
                            "site_builder/mathrender.styled_letters cannot draw it in MathML Core")
+    return html
+
+
+# KaTeX writes what Latin Modern Math can stretch in MathML Core with a character it cannot, or
+# leaves a stretch to the operator dictionary, which stretches no bar: (KaTeX's, drawn right).
+# Each was seen wrong in Chromium (an \\underline under the middle third of "xyz", \\left| at
+# text size beside a fraction, \\overset{!}{=} as "=!") and is drawn right after the change, which
+# tests/browser/test_math_drawing.py measures.
+CORE_REPAIRS = (('<mo stretchy="true">\u203e</mo></munder>', '<mo stretchy="true">\u0332</mo></munder>'),)  # \\underline
+FENCE_BAR = re.compile('<mo fence="true">([|\u2223\u2225\u2016])</mo>')           # \\left| ... \\right\\|
+# An <mo> holding elements (\\overset{!}{=}, \\stackrel, \\mathop{x}\\limits): no MathML Core operator
+WRAPPING_OPERATOR = re.compile(r'<mo((?: [a-z]+="[^"]*")*)>(?=<m)')
+# What no rewrite makes right here, refused as KaTeX refuses what it cannot typeset:
+# (KaTeX's MathML, the TeX commands that write it, why, what to write instead)
+UNDRAWABLE = (("<menclose", (r"\boxed", r"\fbox", r"\cancel", r"\bcancel", r"\xcancel", r"\sout", r"\colorbox",
+                             r"\fcolorbox", r"\angl", r"\phase"),
+               "draws no box or stroke in MathML Core browsers (KaTeX writes <menclose>, which they do not draw)",
+               "leave it out, or say it in words"),
+              ('<mo stretchy="true">\u203e</mo></mover>', (r"\overline",),
+               "draws its bar over one character only (the math font has no overline that stretches)",
+               r"write \bar{x} over one letter"),
+              ('<mo stretchy="true">~</mo></mover>', (r"\widetilde",),
+               "draws its tilde over one character only (the math font has no tilde that stretches in MathML Core)",
+               r"write \tilde{x} over one letter"))
+
+
+def core_layout(html: str, tex: str) -> str:
+    """KaTeX's MathML made to draw in MathML Core as TeX draws it (CORE_REPAIRS, stretchy bars
+    for \\left| and \\left\\|, an <mrow> for an <mo> that holds elements), or a TexError naming
+    the command that it cannot draw (UNDRAWABLE)."""
+    for markup, commands, why, fix in UNDRAWABLE:
+        if markup in html:
+            command = next((c for c in commands if c in tex), commands[0])
+            at = tex.find(command)
+            raise TexError(f"{command} {why}; {fix}", at if at >= 0 else None, tex)
+    for katex, drawn in CORE_REPAIRS:
+        html = html.replace(katex, drawn)
+    html = FENCE_BAR.sub(r'<mo fence="true" stretchy="true" symmetric="true">\1</mo>', html)
+    for m in reversed(list(WRAPPING_OPERATOR.finditer(html))):   # innermost first: spans stay valid
+        end = _element_end(html, m.start())
+        html = f"{html[:m.start()]}<mrow{m[1]}>{html[m.end():end - len('</mo>')]}</mrow>{html[end:]}"
     return html
 
 

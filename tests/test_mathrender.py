@@ -164,6 +164,23 @@ def test_a_negative_space_takes_the_operator_space_away():
     assert '<mi>min</mi><mo>\u2061</mo><mo fence="false"' in html and "<mi>sin</mi><mo>\u2061</mo><mrow><mo fence" in html
 
 
+@pytest.mark.parametrize("tex, drawn", [
+    (r"a \overset{!}{=} b", '<mrow><mover><mrow><mo>=</mo></mrow>'),           # no <mo> holding elements
+    (r"\left| \frac{a}{b} \right|", '<mo fence="true" stretchy="true" symmetric="true">\u2223</mo>'),
+    (r"\underline{xy}", '<mo stretchy="true">\u0332</mo></munder>')])
+def test_what_mathml_core_draws_otherwise_is_rewritten(tex, drawn):
+    html = render_tex(tex, display=False)
+    assert drawn in html and not re.search(r"<mo(?: [^>]*)?><m", html)
+
+
+@pytest.mark.parametrize("tex, command", [(r"x + \boxed{y}", r"\boxed"), (r"\cancel{x}", r"\cancel"),
+                                          (r"a + \overline{x+y}", r"\overline"), (r"\widetilde{ab}", r"\widetilde")])
+def test_what_mathml_core_cannot_draw_is_refused_at_its_command(tex, command):
+    with pytest.raises(TexError) as e:
+        render_tex(tex, display=False)
+    assert e.value.message.startswith(command) and e.value.position == tex.index(command)
+
+
 def test_the_built_math_has_no_mathvariant_but_normal_and_every_styled_letter_drawn(built_site):
     pages = sorted(built_site.glob("*.html"))
     variants, missing, styled_seen = set(), [], 0

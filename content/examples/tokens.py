@@ -216,9 +216,8 @@ def first_batch():
 
 
 def run_coverage():
-    """Every window a training run at TrainConfig's defaults draws (not the site's run: site_steps). get_batch on positions (np.arange) instead of ids,
+    """Every window a training run at TrainConfig's defaults draws (not the site's run). get_batch on positions (np.arange) instead of ids,
     with the run's RNG, draws the same windows and returns where they are."""
-    from site_builder.training_run import trained_run
     train_ids, B, T, rng = first_batch_inputs()
     steps = TrainConfig().steps
     positions = np.arange(len(train_ids))
@@ -238,5 +237,4 @@ def run_coverage():
     return ExampleResult([table(["Quantity", "Value"], rows)],
                          f"{steps} calls of get_batch(np.arange(len(train)), {B}, {T}, rng) with the batch RNG of a "
                          f"run at TrainConfig()",
-                         data=dict(touched=int(touched.sum()), n_train=len(train_ids), first_x=first_x, steps=steps,
-                                   site_steps=trained_run().train_cfg.steps))
+                         data=dict(touched=int(touched.sum()), n_train=len(train_ids), first_x=first_x, steps=steps))

@@ -36,6 +36,9 @@ FONT_DIR = "static/vendor/latinmodern-math/"
 STRETCHY_TEXT = set("()[]{}|‖∥⌈⌉⌊⌋⟨⟩∑∏∫∮⋃⋂⨁⨂←→↔⇐⇒⇔↦‾_^~ˆ˜⏞⏟⏜⏝")
 OPERATOR = re.compile(r"<mo(?P<attrs>[^>]*)>(?P<text>[^<]*)</mo>")
 GROUP = 40
+# constructs whose MathML mathrender.core_layout rewrites for MathML Core
+CONSTRUCTS = {"overset": r"a \overset{!}{=} b", "bars": r"\left| \dfrac{a}{b} \right|", "vec": r"\vec{v}",
+              "widehat": r"\widehat{xyz}", "underline": r"\underline{xyz}"}
 # one delimiter at each size TeX's \big commands set, and a bar (KaTeX writes \Big| as U+2223)
 SIZED = [r"f(x)", r"f\big(x\big)", r"f\Big(x\Big)", r"f\bigg(x\bigg)", r"f\Bigg(x\Bigg)", r"f|x|", r"f\Big|x\Big|",
          r"\min(x)", r"\min\!\big(x\big)", r"\sin\!\left(x\right)"]
@@ -90,11 +93,12 @@ body.full math {{ font-family: "Full font"; }}
 math {{ font-size: 22px; }}
 .case {{ display: flow-root; padding: 4px 8px; overflow: hidden; }}
 </style></head><body class="full">{body}</body></html>""", encoding="utf-8")
-    sizes = "".join(f'<p class="sized">{render_tex(tex, display=False)}</p>' for tex in SIZED)
+    sizes = "".join(f'<p class="sized">{render_tex(tex, display=False)}</p>' for tex in SIZED) + "".join(
+        f'<p class="construct" id="{name}">{render_tex(tex, display=False)}</p>' for name, tex in CONSTRUCTS.items())
     (folder / "delimiters.html").write_text(
         '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>delimiters</title><style>'
         '@font-face { font-family: "Full font"; src: url(full.woff2) format("woff2"); }'
-        f'math {{ font-family: "Full font"; font-size: 22px; }}</style></head><body>{sizes}</body></html>',
+        f'math {{ font-family: "Full font"; font-size: 22px; }} .construct {{ padding: 12px 44px; }} .construct math {{ font-size: 44px; }}</style></head><body>{sizes}</body></html>',
         encoding="utf-8")
     server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(folder)))
     server.daemon_threads = True
@@ -180,3 +184,64 @@ def test_delimiters_sized_by_big_are_drawn_at_their_size(page, drawing_page):
     # TeX sets \big( as an ordinary symbol, and \! takes the operator's thin space away: no gap
     assert all(abs(gaps[t] - gaps["f(x)"]) < 0.5 for t in SIZED[:5]), gaps
     assert all(abs(gaps[t] - gaps[r"\min(x)"]) < 0.5 for t in SIZED[7:]), gaps
+
+
+def test_what_mathml_core_draws_otherwise_is_drawn_as_tex_draws_it(page, drawing_page):
+    url, _ = drawing_page
+    page.goto(url.replace("index.html", "delimiters.html"))
+    page.evaluate("() => Promise.all([...document.fonts].map(f => f.load()))")
+    box = lambda selector: page.locator(selector).first.bounding_box()  # noqa: E731
+    bang, equals = box("#overset mover > :nth-child(2)"), box("#overset mover > :first-child")
+    assert bang["y"] + bang["height"] <= equals["y"] + 1, "\\overset{!}{=}: the ! should sit above the ="
+    line, bar, fraction = box("#bars"), box("#bars mo"), box("#bars mfrac")
+    columns = lambda b: (b["x"] - line["x"], b["x"] + b["width"] - line["x"])  # noqa: E731
+    bar_ink, fraction_ink = (ink_span(page, "#bars", (0, None), columns(b), vertical=True) for b in (bar, fraction))
+    assert bar_ink[1] - bar_ink[0] >= 0.9 * (fraction_ink[1] - fraction_ink[0]), \
+        f"\\left| should stretch to the fraction: rows {bar_ink} beside {fraction_ink}"
+    for name in ("vec", "widehat", "underline"):
+        line, script = box(f"#{name}"), box(f"#{name} :is(mover, munder)")
+        letters = box(f"#{name} :is(mover, munder) > :first-child")
+        top, bottom = letters["y"] - line["y"], letters["y"] + letters["height"] - line["y"]
+        # the accent: the rows of the script above the base's box (below it, for an underline),
+        # the whole line wide (a misplaced accent leaves the script's box); the base: its rows
+        over = (bottom, script["y"] + script["height"] - line["y"]) if name == "underline" else (script["y"] - line["y"], top)
+        accent, base = ink_span(page, f"#{name}", over), ink_span(page, f"#{name}", (top, bottom))
+        assert accent and base, f"{name}: nothing drawn ({accent}, {base})"
+        width, slack = base[1] - base[0], 11          # slack: a quarter of the 44 px em
+        assert accent[0] >= base[0] - slack and accent[1] <= base[1] + slack, \
+            f"{name}: the accent (columns {accent}) is off its base (columns {base})"
+        if name != "vec":
+            assert accent[1] - accent[0] >= 0.8 * width, f"{name}: {accent} should cover its base {base}"
+
+
+INK_JS = """async ([png, rows, columns, vertical]) => {
+    const image = new Image();
+    image.src = "data:image/png;base64," + png;
+    await image.decode();
+    const canvas = document.createElement("canvas");
+    [canvas.width, canvas.height] = [image.width, image.height];
+    const context = canvas.getContext("2d");
+    context.drawImage(image, 0, 0);
+    const data = context.getImageData(0, 0, image.width, image.height).data;
+    const from = Math.max(0, Math.round(rows[0])), to = Math.min(image.height, Math.round(rows[1] ?? image.height));
+    const [x0, x1] = columns ? [Math.max(0, Math.round(columns[0])), Math.min(image.width, Math.round(columns[1]))] : [0, image.width];
+    let first = null, last = null;
+    for (let y = from; y < to; y++) for (let x = x0; x < x1; x++) {
+        if (data[4 * (y * image.width + x)] < 128) {
+            const at = vertical ? y : x;
+            first = first === null ? at : Math.min(first, at);
+            last = last === null ? at : Math.max(last, at);
+        }
+    }
+    return first === null ? null : [first, last];
+}"""
+
+
+def ink_span(page, selector, rows, columns=None, vertical=False):
+    """(first, last) column (vertical: row) of dark pixels in rows (from, to) and columns
+    (from, to) of the drawn element (to None: its last): what a reader sees, which an element's
+    box does not tell (a combining accent's box is 0 wide however far it is stretched, and a
+    bar's box is as tall as the font's line whether the bar stretched or not)."""
+    import base64
+    png = base64.b64encode(page.locator(selector).first.screenshot(animations="disabled")).decode()
+    return page.evaluate(INK_JS, [png, rows, columns, vertical])
