@@ -291,3 +291,9 @@ def test_step_bytes_is_close_to_the_measured_peak():
     # 14.8 kB per position was measured (peak RSS of loss_and_grads at B 1024 to 16384, default config).
     per_position = mt._step_bytes(ModelConfig(vocab_size=84), 1) / 16
     assert 14_800 <= per_position <= 1.2 * 14_800
+
+
+def test_the_progress_bar_shows_no_validation_loss_before_the_first(tmp_path, corpus, capsys):
+    train(tmp_path / "run", tiny_cfg(), TCFG, corpus=corpus, progress=True)
+    bar = capsys.readouterr().err
+    assert "val=nan" not in bar and "val=–" in bar and "val=" + f"{metrics(tmp_path / 'run')[-1]['val_loss']:.3f}" in bar
