@@ -227,7 +227,7 @@ def test_an_exploding_loss_is_divergence_not_a_checkpoint(tmp_path):
     assert os.listdir(out) == []                     # no checkpoint, no pending metrics
 
 
-def test_a_validation_loss_that_explodes_keeps_the_last_good_checkpoint(tmp_path, corpus):
+def test_an_overwrite_that_explodes_keeps_the_earlier_checkpoint(tmp_path, corpus):
     out = tmp_path / "run"
     first = run("model.train", "--steps", "100", "--batch-size", "2", "--corpus", str(corpus), "--out", str(out))
     assert first.returncode == 0, first.stderr.decode()
