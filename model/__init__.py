@@ -8,6 +8,7 @@ Modules, one job each:
   seq2seq      the 2017 post-LN encoder-decoder
   optim        AdamW, the decay rule, gradient clipping, learning-rate schedules
   data         character tokenizer, corpus, train/validation split, batches
+  runs         run folders, atomic writes, signals and divergence, shared by both trainers
   train        the training loop, checkpoints, metrics
   generate     sampling text from a checkpoint
   gradcheck    central differences, for tests and the site's gradient-check tables

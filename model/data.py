@@ -75,7 +75,8 @@ def load_corpus(path) -> str:
     """The whole file as one string, or a ModelInputError that names the file and the problem."""
     path = Path(path)
     if not path.is_file():
-        what = "is a directory, not a file" if path.is_dir() else "does not exist"
+        what = ("is a directory, not a file" if path.is_dir() else
+                "is not a regular file (a device, pipe or socket)" if path.exists() else "does not exist")
         raise ModelInputError(f"corpus {path} {what}; pass --corpus with the path of a UTF-8 text "
                               f"file (the default is rebuilt by data/build_corpus.py)")
     raw = path.read_bytes()

@@ -16,8 +16,12 @@ Trade-offs:
   * Loading a checkpoint checks its arrays against its own metadata (layer count, every shape and
     dtype against what init_params makes of the config, vocabulary sizes, finite values), so a
     file that disagrees with itself is one line per disagreement, not a KeyError or garbage text.
-  * A NaN or inf stops the run before the optimizer sees it: one bad step would fill AdamW's
-    moments with NaN for good, and a checkpoint written after it would be worthless.
+  * A diverged run stops before the optimizer sees the bad step: one would fill AdamW's moments
+    with NaN for good, and a checkpoint written after it would be worthless. Diverged means a
+    training or validation loss that is NaN, inf or above 10 x log(vocab_size) (model/runs.py says
+    why), or a gradient norm that is not finite. The run exits 1 with one line; the last good
+    checkpoint stays, and metrics.jsonl never holds a NaN (every line is strict JSON).
+  * SIGTERM is handled as Ctrl-C is (one line, the last checkpoint intact), with exit status 143.
   * Checkpoints are .npz with the configs and RNG state as a JSON string: no pickle, so loading
     one never runs code.
   * BLAS runs on one thread unless OPENBLAS_NUM_THREADS says otherwise: at these sizes (32 x 128
@@ -32,10 +36,7 @@ import json
 import math
 import os
 import re
-import signal
 import sys
-import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -49,12 +50,15 @@ from model.config import ModelConfig, TrainConfig
 from model.data import DEFAULT_CORPUS, CharTokenizer, get_batch, load_corpus, train_val_split
 from model.ops import cross_entropy_forward
 from model.optim import AdamW, clip_grad_norm, warmup_cosine_lr
+from model.runs import (Terminated, TrainingDiverged, atomic_write, read_npz, save_state, state_groups, claim_run_dir, diverged_message, divergence,
+                        pending, promote_pending, signals_deferred, sigterm_raises,
+                        stopped_line)
 from model.transformer import forward, init_params, loss_and_grads
 
 CHECKPOINT = "checkpoint.npz"
 METRICS = "metrics.jsonl"
-PENDING_METRICS = METRICS + ".pending"   # a new run's metrics, until its first checkpoint
 FORMAT_VERSION = 1
+SEQ2SEQ_FILES = ("params.npz", "config.json")   # what a model.train_seq2seq run has and this one does not
 
 # TrainConfig fields that change what the parameters become. Resuming with any of them changed
 # would splice two different runs; the rest (cadence of logs, evals and checkpoints) only
@@ -63,17 +67,13 @@ TRAJECTORY_FIELDS = ("batch_size", "lr", "min_lr", "warmup_steps", "weight_decay
                      "adam_eps", "clip_norm", "val_fraction", "seed")
 
 
-class TrainingDiverged(RuntimeError):
-    """The loss or the gradient norm stopped being finite."""
-
-
 # ----------------------------------------------------------------------------- one step
 
 def batch_loss_and_grads(params, x, y, cfg: ModelConfig):
-    """loss_and_grads, refusing a non-finite loss before its gradients can reach the optimizer."""
+    """loss_and_grads, refusing a diverged loss (runs.divergence) before its gradients can reach the optimizer."""
     loss, grads = loss_and_grads(params, x, y, cfg)
-    if not math.isfinite(loss):
-        raise TrainingDiverged(f"loss is {loss}")
+    if why := divergence(loss, cfg.vocab_size):
+        raise TrainingDiverged(why)
     return loss, grads
 
 
@@ -109,50 +109,6 @@ def eval_rng(seed):
 
 # ----------------------------------------------------------------------------- checkpoints
 
-def _atomic_write(path: Path, write):
-    """write(file) into a temp file beside path, fsync it, then os.replace it over path."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(folder: Path):
-    """Make a rename inside folder durable."""
-    dir_fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-@contextlib.contextmanager
-def _sigint_deferred():
-    """Hold Ctrl-C until the block ends, so the checkpoint and metrics.jsonl change together.
-    Only the main thread receives signals; elsewhere, or under a handler Python did not install,
-    the block runs as is."""
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is None:
-        yield
-        return
-    caught = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if caught:
-            signal.raise_signal(signal.SIGINT)       # delivered now, to the handler it was meant for
-
-
 def save_checkpoint(path, *, params, opt: AdamW, rng, step, model_cfg: ModelConfig,
                     train_cfg: TrainConfig, tokenizer: CharTokenizer, corpus_sha256=None):
     """Everything needed to continue the run bit-exactly, or to sample from it, in one .npz."""
@@ -160,12 +116,7 @@ def save_checkpoint(path, *, params, opt: AdamW, rng, step, model_cfg: ModelConf
                 model_config=model_cfg.to_dict(), train_config=train_cfg.to_dict(),
                 rng_state=rng.bit_generator.state, tokenizer=tokenizer.to_dict(),
                 corpus_sha256=corpus_sha256)
-    arrays = {"meta": np.array(json.dumps(meta))}
-    for name in params:
-        arrays["param/" + name] = params[name]
-        arrays["adam_m/" + name] = opt.m[name]
-        arrays["adam_v/" + name] = opt.v[name]
-    _atomic_write(Path(path), lambda f: np.savez(f, **arrays))
+    save_state(path, meta, params, opt)
 
 
 def load_checkpoint(path) -> dict:
@@ -177,20 +128,18 @@ def load_checkpoint(path) -> dict:
         path = path / CHECKPOINT
     if not path.is_file():
         run_dir = path.parent if path.name == CHECKPOINT else path.with_suffix("")
+        if any((run_dir / name).exists() for name in SEQ2SEQ_FILES):
+            raise ModelInputError(_seq2seq_message(run_dir))
         raise ModelInputError(f"no checkpoint at {path}; train one with "
                               f"`python3 -m model.train --out {run_dir}`, which writes {run_dir / CHECKPOINT}")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-    except Exception:                                # not a zip, or not NumPy's kind of zip
-        raise ModelInputError(f"{path} is not a NumPy .npz archive; pass the checkpoint.npz "
-                              f"that model.train wrote") from None
+    arrays = read_npz(path, "pass the checkpoint.npz that `python3 -m model.train` wrote")
+    if _is_seq2seq(arrays):
+        raise ModelInputError(_seq2seq_message(path))
     try:
         meta = json.loads(str(arrays.pop("meta")))
         if meta["format_version"] != FORMAT_VERSION:
             raise ValueError(f"format_version is {meta['format_version']!r}, this code reads {FORMAT_VERSION}")
-        groups = {g: {k.split("/", 1)[1]: a for k, a in arrays.items() if k.startswith(g + "/")}
-                  for g in ("param", "adam_m", "adam_v")}
+        groups = state_groups(arrays)
         ckpt = dict(params=groups["param"],
                     opt_state={"t": meta["opt_t"], "m": groups["adam_m"], "v": groups["adam_v"]},
                     rng_state=meta["rng_state"], step=meta["step"],
@@ -212,6 +161,22 @@ def load_checkpoint(path) -> dict:
         raise ModelInputError("\n".join(f"{path}: {p} (the checkpoint is inconsistent; retrain or restore it)"
                                         for p in shown))
     return ckpt
+
+
+def _is_seq2seq(arrays) -> bool:
+    """Whether arrays are what model.train_seq2seq writes (its params.npz of old had no metadata)."""
+    if "meta" not in arrays:
+        return any(name.startswith(("enc", "dec")) for name in arrays)
+    with contextlib.suppress(ValueError, AttributeError):
+        return json.loads(str(arrays["meta"])).get("kind") == "seq2seq"
+    return False
+
+
+def _seq2seq_message(path) -> str:
+    return (f"{path} holds a model.train_seq2seq run (the encoder-decoder of the reversal task), which "
+            f"model.generate cannot sample from and model.train cannot resume: they read the language "
+            f"model's checkpoint.npz of a `python3 -m model.train --out DIR` run; the encoder-decoder is "
+            f"decoded by model.seq2seq.greedy_decode, and resumed by `python3 -m model.train_seq2seq --resume`")
 
 
 _MAX_SHOWN = 12                                      # lines of disagreement; a count stands for the rest
@@ -342,7 +307,7 @@ def truncate_metrics(path: Path, last_step) -> list:
             break
         kept.append(line + "\n")
         records.append(record)
-    _atomic_write(path, lambda f: f.write("".join(kept).encode("utf-8")))
+    atomic_write(path, lambda f: f.write("".join(kept).encode("utf-8")))
     return records
 
 
@@ -419,18 +384,13 @@ def train(out_dir, model_cfg: ModelConfig | None = None, train_cfg: TrainConfig 
     tcfg = train_cfg or TrainConfig()
     out_dir = Path(out_dir)
     ckpt_path, metrics_path = out_dir / CHECKPOINT, out_dir / METRICS
-    if resume and overwrite:
-        raise ModelInputError(f"--resume continues the run in {out_dir} and --overwrite replaces it; "
-                              f"pass only one")
     tokenizer, cfg, train_ids, val_ids, corpus_sha256 = prepare_data(corpus, model_cfg, tcfg)
     _check_memory(cfg, tcfg)
+    claim_run_dir(out_dir, ckpt_path, [ckpt_path, metrics_path], resume, overwrite)
 
     init_seed, train_seed, _ = seed_streams(tcfg.seed)
     rng = np.random.default_rng(train_seed)          # draws the training batches, and only them
     if resume:
-        if not ckpt_path.exists():
-            raise ModelInputError(f"cannot resume: no checkpoint at {ckpt_path}; "
-                                  f"drop --resume to start a new run in {out_dir}")
         ckpt = load_checkpoint(ckpt_path)
         check_compatible(ckpt, cfg, tcfg, tokenizer, corpus_sha256, ckpt_path)
         params, start = ckpt["params"], ckpt["step"]
@@ -441,31 +401,27 @@ def train(out_dir, model_cfg: ModelConfig | None = None, train_cfg: TrainConfig 
             print(f"note: the checkpoint's schedule ended at step {ckpt['train_cfg'].steps}, this one at "
                   f"{tcfg.steps}: the learning rate changes course from step {start}", file=sys.stderr)
         history = truncate_metrics(metrics_path, start)
-        pending = None
+        new_run = False
     else:
-        held = [p.name for p in (ckpt_path, metrics_path) if p.exists()]
-        if held and not overwrite:
-            raise ModelInputError(f"{out_dir} already holds a run ({' and '.join(held)}); continue it with "
-                                  f"--resume, or pass --overwrite to replace it once the new run writes "
-                                  f"its first checkpoint")
-        out_dir.mkdir(parents=True, exist_ok=True)
         params = init_params(cfg, np.random.default_rng(init_seed))
         opt = make_optimizer(params, tcfg)
         start, history = 0, []
-        pending = out_dir / PENDING_METRICS          # until the first checkpoint: see checkpoint()
-        pending.write_text("", encoding="utf-8")     # (empties one a killed run left)
+        new_run = True                               # metrics go to metrics.jsonl.pending until the first checkpoint
+        pending(metrics_path).write_text("", encoding="utf-8")     # (empties one a killed run left)
 
     def checkpoint(step):
-        nonlocal pending
-        with _sigint_deferred():
+        nonlocal new_run
+        with signals_deferred():
             save_checkpoint(ckpt_path, params=params, opt=opt, rng=rng, step=step, model_cfg=cfg,
                             train_cfg=tcfg, tokenizer=tokenizer, corpus_sha256=corpus_sha256)
             # A new run's first checkpoint: its metrics move in too. Ctrl-C waits for both renames;
             # only a kill between them leaves the new checkpoint beside the old metrics.jsonl.
-            if pending is not None:
-                os.replace(pending, metrics_path)    # the open file keeps its handle across the rename
-                _fsync_dir(out_dir)
-                pending = None
+            if new_run:
+                promote_pending([metrics_path])      # the open file keeps its handle across the rename
+                new_run = False
+
+    def diverged(why, step):
+        return TrainingDiverged(diverged_message(why, step, ckpt_path, new_run, "try a lower --lr"))
 
     tokens_per_step = tcfg.batch_size * cfg.seq_len
     # The last values written down, so a resume with nothing left to do still reports them.
@@ -476,20 +432,14 @@ def train(out_dir, model_cfg: ModelConfig | None = None, train_cfg: TrainConfig 
                disable=not progress, unit="step", dynamic_ncols=True)
     clock, clock_step = time.perf_counter(), start
     try:
-        with open(pending or metrics_path, "a", encoding="utf-8") as metrics:
+        with open(pending(metrics_path) if new_run else metrics_path, "a", encoding="utf-8") as metrics:
             for step in bar:
                 lr = warmup_cosine_lr(step, tcfg.lr, tcfg.min_lr, tcfg.warmup_steps, tcfg.steps)
                 x, y = get_batch(train_ids, tcfg.batch_size, cfg.seq_len, rng)
                 try:
                     loss, grad_norm = train_step(params, opt, x, y, cfg, tcfg, lr)
                 except TrainingDiverged as e:
-                    if pending is None:
-                        last = f"the last good checkpoint {ckpt_path} is untouched"
-                    elif ckpt_path.exists():
-                        last = f"this run wrote no checkpoint; the earlier run's {ckpt_path} is untouched"
-                    else:
-                        last = "no checkpoint had been written yet"
-                    raise TrainingDiverged(f"{e} at step {step}; {last}; try a lower --lr") from None
+                    raise diverged(e, step) from None
 
                 last_step = step == tcfg.steps
                 evaluated = step % tcfg.eval_every == 0 or last_step
@@ -500,17 +450,20 @@ def train(out_dir, model_cfg: ModelConfig | None = None, train_cfg: TrainConfig 
                                   tokens_per_s=round(tokens_per_s, 1))
                     if evaluated:
                         val_loss = record["val_loss"] = evaluate(params, val_ids, cfg, tcfg, eval_rng(tcfg.seed))
-                    metrics.write(json.dumps(record) + "\n")
+                        if why := divergence(val_loss, cfg.vocab_size, "the validation loss"):
+                            raise diverged(why, step)    # before its checkpoint: the last good one stays
+                    metrics.write(json.dumps(record, allow_nan=False) + "\n")   # strict JSON: no NaN
                     metrics.flush()
-                    bar.set_postfix(loss=f"{loss:.3f}", val=f"{val_loss:.3f}", tok_s=f"{tokens_per_s:,.0f}")
+                    shown_val = f"{val_loss:.3f}" if math.isfinite(val_loss) else "–"    # none yet
+                    bar.set_postfix(loss=f"{loss:.3f}", val=shown_val, tok_s=f"{tokens_per_s:,.0f}")
                     clock, clock_step = time.perf_counter(), step
                 if step % tcfg.checkpoint_every == 0 or last_step or step == end:
                     os.fsync(metrics.fileno())           # metrics must reach the checkpoint's step
                     checkpoint(step)
     finally:
         bar.close()
-        if pending is not None:                      # this run wrote no checkpoint: it leaves nothing behind
-            pending.unlink(missing_ok=True)
+        if new_run:                                  # this run wrote no checkpoint: it leaves nothing behind
+            pending(metrics_path).unlink(missing_ok=True)
     return dict(params=params, step=max(start, end), train_loss=loss, val_loss=val_loss)
 
 
@@ -546,18 +499,6 @@ def _fail(error, status):
     sys.exit(status)
 
 
-def _interrupted(ckpt_path: Path) -> str:
-    """The line Ctrl-C prints: which checkpoint survives, and at what step."""
-    if not ckpt_path.exists():
-        return f"interrupted before the first checkpoint; {ckpt_path.parent} holds nothing to resume"
-    try:
-        with np.load(ckpt_path, allow_pickle=False) as z:   # the metadata only, not the arrays
-            step = f" at step {json.loads(str(z['meta']))['step']}"
-    except Exception:                                # the file is there; its step is only a detail
-        step = ""
-    return f"interrupted; the last checkpoint {ckpt_path}{step} is intact; continue it with --resume"
-
-
 def main(argv=None):
     args = parse_args(argv)
     try:
@@ -566,7 +507,7 @@ def main(argv=None):
         tcfg = TrainConfig(steps=args.steps, batch_size=args.batch_size, seed=args.seed, lr=args.lr,
                            min_lr=min_lr)
         # Overflow on the way to a NaN is reported once, as TrainingDiverged, not as NumPy warnings.
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"), sigterm_raises():
             result = train(args.out, train_cfg=tcfg, corpus=args.corpus, resume=args.resume,
                            overwrite=args.overwrite)
     except (ModelInputError, OSError) as e:
@@ -576,8 +517,11 @@ def main(argv=None):
     except TrainingDiverged as e:
         _fail(e, 1)
     except KeyboardInterrupt:
-        print(_interrupted(args.out / CHECKPOINT), file=sys.stderr)
+        print(stopped_line(args.out / CHECKPOINT, "interrupted"), file=sys.stderr)
         sys.exit(130)
+    except Terminated:
+        print(stopped_line(args.out / CHECKPOINT, "terminated (SIGTERM)"), file=sys.stderr)
+        sys.exit(143)                                # 128 + SIGTERM, as the shell reports a killed job
     print(f"step {result['step']}: train loss {result['train_loss']:.4f}, "
           f"val loss {result['val_loss']:.4f} nats/char; checkpoint {args.out / CHECKPOINT}")
 

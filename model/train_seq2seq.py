@@ -17,13 +17,19 @@ recovers from in 100-200 steps). At factor 1 the spikes came more often and one 
 ended at 94%; at 0.5 all ten ended at >= 99.8%.
 
 Held-out accuracy is exact match of greedy decoding on sequences the training stream never draws.
-Writes DIR/metrics.jsonl (one JSON object per line), DIR/config.json and DIR/params.npz.
-On the command line every failure is one line and exit status 2, and Ctrl-C one line and 130.
+Writes DIR/metrics.jsonl (one strict JSON object per line), DIR/config.json and DIR/checkpoint.npz
+(parameters, Adam's state, the RNG's state, the step and the losses so far, every 250 steps and at
+the end). The folder is handled as model.train handles its own (model/runs.py): a run there is
+refused unless --resume continues it, bit for bit but for elapsed_s, or --overwrite replaces it
+at the new run's first checkpoint. On the command line every failure is one line and exit status
+2, a diverged run (a loss above 10 x log V, or NaN) 1, Ctrl-C 130 and SIGTERM 143; each leaves the
+last checkpoint intact.
 """
 import argparse
 import contextlib
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -35,7 +41,10 @@ from model import ModelInputError
 from model.config import Seq2SeqConfig
 from model.optim import AdamW, noam_lr
 from model.seq2seq import init_params, loss_and_grads, greedy_decode
-from model.train import _free_memory
+from model.runs import (Terminated, TrainingDiverged, claim_run_dir, diverged_message, divergence, pending,
+                        promote_pending, read_npz, save_state, signals_deferred, sigterm_raises,
+                        state_groups, stopped_line)
+from model.train import CHECKPOINT, METRICS, _fail, _free_memory, truncate_metrics
 
 PAD, BOS, EOS = 0, 1, 2
 LETTERS = "abcdefghij"
@@ -113,13 +122,24 @@ def evaluate(params, cfg, src, lengths):
     return exact / len(lengths), tokens / total, pred
 
 
+# Arguments of train() that change what the parameters become: resuming with any of them changed
+# would splice two different runs (num_eval: the held-out set is kept out of the training draws).
+# steps may grow (the schedule does not depend on it); the rest changes only what is written down.
+TRAJECTORY = ("seed", "batch_size", "warmup", "lr_factor", "num_eval")
+
+
 def train(steps=1000, seed=0, out="runs/seq2seq_reverse", batch_size=64, warmup=400,
-          lr_factor=0.5, eval_every=250, num_eval=500, log_every=25, progress=True):
-    """Returns a summary dict; writes metrics.jsonl, config.json, params.npz into `out`
-    (pass out=None to write nothing). progress=False: no bar, no printing."""
+          lr_factor=0.5, eval_every=250, num_eval=500, log_every=25, progress=True,
+          checkpoint_every=250, resume=False, overwrite=False):
+    """Returns a summary dict; writes metrics.jsonl, config.json and checkpoint.npz into `out`
+    (pass out=None to write nothing). progress=False: no bar, no printing. A folder that holds a
+    run is refused unless resume continues it (bit for bit) or overwrite replaces it, at the new
+    run's first checkpoint (model/runs.py). A loss that diverges stops the run (TrainingDiverged)."""
     cfg = Seq2SeqConfig(src_vocab_size=VOCAB, tgt_vocab_size=VOCAB, max_len=MAX_LEN + 1,
                         d_model=32, num_heads=4, d_ff=128, num_enc_layers=2, num_dec_layers=2,
                         label_smoothing=0.1, tie_output=True, share_vocab=True)
+    settings = dict(steps=steps, seed=seed, batch_size=batch_size, warmup=warmup, lr_factor=lr_factor,
+                    num_eval=num_eval)
     rng = np.random.default_rng(seed)
     params = init_params(cfg, rng)
     opt = AdamW(params, betas=(0.9, 0.98), eps=1e-9, weight_decay=0.0)   # Adam, as in the paper
@@ -128,54 +148,125 @@ def train(steps=1000, seed=0, out="runs/seq2seq_reverse", batch_size=64, warmup=
     val_src, val_len = sample_sources(num_eval, np.random.default_rng([seed, 1]))
     held_out = frozenset(tuple(int(x) for x in row[:L]) for row, L in zip(val_src, val_len))
 
-    metrics = None
+    start, losses, exact, token_acc, elapsed = 0, [], float("nan"), float("nan"), 0.0
+    new_run, metrics = False, None
     if out is not None:
         out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "config.json").write_text(json.dumps(dict(model=cfg.to_dict(), steps=steps, seed=seed,
-                                                         batch_size=batch_size, warmup=warmup,
-                                                         lr_factor=lr_factor), indent=2))
-        metrics = open(out / "metrics.jsonl", "w")
+        ckpt_path, metrics_path, config_path = out / CHECKPOINT, out / METRICS, out / "config.json"
+        claim_run_dir(out, ckpt_path, [ckpt_path, metrics_path, config_path], resume, overwrite)
+        if resume:
+            state = load_run(ckpt_path, cfg, settings)
+            params, start, losses = state["params"], state["step"], state["losses"]
+            opt.load_state_dict(state["opt_state"])
+            rng.bit_generator.state = state["rng_state"]
+            exact, token_acc, elapsed = state["val_exact_match"], state["val_token_acc"], state["elapsed_s"]
+            truncate_metrics(metrics_path, start)
+        else:
+            new_run = True                   # config.json and metrics.jsonl are .pending until then
+            pending(config_path).write_text(json.dumps(dict(model=cfg.to_dict(), **settings), indent=2))
+        metrics = open(pending(metrics_path) if new_run else metrics_path, "w" if new_run else "a")
 
     def log(row):                           # one line per record, flushed: tail -f works
         if metrics is not None:
-            metrics.write(json.dumps(row) + "\n")
+            metrics.write(json.dumps(row, allow_nan=False) + "\n")      # strict JSON: no NaN
             metrics.flush()
 
-    t0 = time.time()
-    exact = token_acc = float("nan")
-    losses = []
-    with one_blas_thread():
-        bar = tqdm(range(1, steps + 1), desc="reverse", disable=not progress, dynamic_ncols=True)
-        for step in bar:
-            src, lengths = sample_sources(batch_size, rng, held_out)
-            tgt_in, tgt_out = make_targets(src, lengths)
-            loss, grads = loss_and_grads(params, src, tgt_in, tgt_out, cfg)
-            lr = lr_factor * noam_lr(step, cfg.d_model, warmup)
-            opt.step(params, grads, lr)
-            losses.append(loss)
-            recent = float(np.mean(losses[-log_every:]))
-            if step % log_every == 0 or step == steps:
-                log(dict(step=step, loss=recent, lr=lr, elapsed_s=round(time.time() - t0, 3)))
-                bar.set_postfix(loss=f"{recent:.3f}", lr=f"{lr:.2e}")
-            if step % eval_every == 0 or step == steps:
-                exact, token_acc, pred = evaluate(params, cfg, val_src, val_len)
-                log(dict(step=step, val_exact_match=exact, val_token_acc=token_acc,
-                         elapsed_s=round(time.time() - t0, 3)))
-                if progress:
-                    tqdm.write(f"step {step:5d}  loss {recent:.4f}  exact match {exact:6.1%}  "
-                               f"token acc {token_acc:6.1%}  e.g. {decode_text(val_src[0])} -> "
-                               f"{decode_text(pred[0])}")
-        bar.close()
-    wall = time.time() - t0
+    def diverged(why, step):
+        return TrainingDiverged(diverged_message(why, step, out and ckpt_path, new_run,
+                                                 "try a lower --lr-factor or a longer --warmup"))
 
-    if out is not None:
-        metrics.close()
-        np.savez(out / "params.npz", **params)
-    return dict(steps=steps, wall_s=wall, first_loss=float(np.mean(losses[:log_every])),
+    def checkpoint(step):
+        nonlocal new_run
+        bad = [name for name, a in params.items() if not np.isfinite(a).all()]
+        if bad:                             # a finite loss with an infinite gradient: the update broke them
+            raise diverged(f"the update made {len(bad)} parameter arrays non-finite ({bad[0]}, ...)", step)
+        os.fsync(metrics.fileno())          # metrics must reach the checkpoint's step
+        meta = dict(kind="seq2seq", step=step, opt_t=opt.t, rng_state=rng.bit_generator.state,
+                    model_config=cfg.to_dict(), settings=settings, elapsed_s=elapsed_now(),
+                    val_exact_match=None if math.isnan(exact) else exact,
+                    val_token_acc=None if math.isnan(token_acc) else token_acc)
+        with signals_deferred():
+            save_state(ckpt_path, meta, params, opt, losses=np.array(losses))
+            if new_run:
+                promote_pending([metrics_path, config_path])
+                new_run = False
+
+    t0 = time.time()
+
+    def elapsed_now():
+        return round(elapsed + time.time() - t0, 3)
+
+    try:
+        with one_blas_thread():
+            bar = tqdm(range(start + 1, steps + 1), initial=start, total=steps, desc="reverse",
+                       disable=not progress, dynamic_ncols=True)
+            for step in bar:
+                src, lengths = sample_sources(batch_size, rng, held_out)
+                tgt_in, tgt_out = make_targets(src, lengths)
+                loss, grads = loss_and_grads(params, src, tgt_in, tgt_out, cfg)
+                if why := divergence(loss, cfg.tgt_vocab_size):
+                    raise diverged(why, step)           # before the optimizer sees it
+                lr = lr_factor * noam_lr(step, cfg.d_model, warmup)
+                opt.step(params, grads, lr)
+                losses.append(loss)
+                recent = float(np.mean(losses[-log_every:]))
+                if step % log_every == 0 or step == steps:
+                    log(dict(step=step, loss=recent, lr=lr, elapsed_s=elapsed_now()))
+                    bar.set_postfix(loss=f"{recent:.3f}", lr=f"{lr:.2e}")
+                if step % eval_every == 0 or step == steps:
+                    exact, token_acc, pred = evaluate(params, cfg, val_src, val_len)
+                    log(dict(step=step, val_exact_match=exact, val_token_acc=token_acc, elapsed_s=elapsed_now()))
+                    if progress:
+                        tqdm.write(f"step {step:5d}  loss {recent:.4f}  exact match {exact:6.1%}  "
+                                   f"token acc {token_acc:6.1%}  e.g. {decode_text(val_src[0])} -> "
+                                   f"{decode_text(pred[0])}")
+                if out is not None and (step % checkpoint_every == 0 or step == steps):
+                    checkpoint(step)
+            bar.close()
+    finally:
+        if metrics is not None:
+            metrics.close()
+            if new_run:                         # this run wrote no checkpoint: it leaves nothing behind
+                for path in (metrics_path, config_path):
+                    pending(path).unlink(missing_ok=True)
+    return dict(steps=steps, wall_s=time.time() - t0, first_loss=float(np.mean(losses[:log_every])),
                 final_loss=float(np.mean(losses[-log_every:])),
                 loss_floor=smoothing_floor(VOCAB, cfg.label_smoothing), val_exact_match=exact,
                 val_token_acc=token_acc, cfg=cfg, params=params)
+
+
+def load_run(path: Path, cfg: Seq2SeqConfig, settings: dict) -> dict:
+    """The checkpoint train() wrote at path, checked against the run that would continue it."""
+    arrays = read_npz(path, "pass the checkpoint.npz that `python3 -m model.train_seq2seq` wrote")
+    try:
+        meta = json.loads(str(arrays.pop("meta")))
+        groups = state_groups(arrays)
+        state = dict(params=groups["param"], opt_state={"t": meta["opt_t"], "m": groups["adam_m"],
+                                                        "v": groups["adam_v"]},
+                     rng_state=meta["rng_state"], step=meta["step"], losses=list(arrays["losses"]),
+                     elapsed_s=meta["elapsed_s"], model_config=meta["model_config"], settings=meta["settings"],
+                     val_exact_match=_nan_if_none(meta["val_exact_match"]),
+                     val_token_acc=_nan_if_none(meta["val_token_acc"]))
+        if meta["kind"] != "seq2seq":
+            raise ValueError(f"its kind is {meta['kind']!r}")
+    except Exception as e:                           # JSON, key or field errors alike
+        raise ModelInputError(f"cannot resume: {path} is not a checkpoint of model.train_seq2seq "
+                              f"({type(e).__name__}: {e}); start a new --out") from None
+    if state["model_config"] != cfg.to_dict():
+        raise ModelInputError(f"cannot resume: {path} was written with another Seq2SeqConfig; start a new --out")
+    for name in TRAJECTORY:
+        have, want = state["settings"][name], settings[name]
+        if have != want:
+            raise ModelInputError(f"cannot resume: {path} has {name} = {have!r} but this run asks for "
+                                  f"{want!r}; resume with the same value or start a new --out")
+    if settings["steps"] < state["step"]:
+        raise ModelInputError(f"cannot resume: {path} is already at step {state['step']}, past the "
+                              f"requested --steps {settings['steps']}; ask for at least {state['step']} steps")
+    return state
+
+
+def _nan_if_none(x):
+    return float("nan") if x is None else x
 
 
 class _Parser(argparse.ArgumentParser):
@@ -206,29 +297,36 @@ def main(argv=None):
     ap = _Parser(prog="python3 -m model.train_seq2seq", description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default="runs/seq2seq_reverse")
+    ap.add_argument("--out", default="runs/seq2seq_reverse", type=Path)
+    ap.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.npz")
+    ap.add_argument("--overwrite", action="store_true", help="replace the run in OUT; its files stay until "
+                    "this run writes its first checkpoint")
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--warmup", type=int, default=400, help="Noam warm-up steps")
     ap.add_argument("--lr-factor", type=float, default=0.5, help="multiplies the Noam rate")
     args = ap.parse_args(argv)
     try:
         _check_args(args)
-        r = train(args.steps, args.seed, args.out, args.batch_size, args.warmup, args.lr_factor)
+        # Overflow on the way to a divergence is reported once, as TrainingDiverged, not as warnings.
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"), sigterm_raises():
+            r = train(args.steps, args.seed, args.out, args.batch_size, args.warmup, args.lr_factor,
+                      resume=args.resume, overwrite=args.overwrite)
     except (ModelInputError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+        _fail(e, 2)
     except MemoryError as e:
-        print(f"error: out of memory at --batch-size {args.batch_size} ({e}); use a smaller --batch-size",
-              file=sys.stderr)
-        sys.exit(2)
+        _fail(f"out of memory at --batch-size {args.batch_size} ({e}); use a smaller --batch-size", 2)
+    except TrainingDiverged as e:
+        _fail(e, 1)
     except KeyboardInterrupt:
-        print(f"interrupted; {args.out}/metrics.jsonl holds the steps logged so far "
-              f"(params.npz is written only at the end)", file=sys.stderr)
+        print(stopped_line(args.out / CHECKPOINT, "interrupted"), file=sys.stderr)
         sys.exit(130)
+    except Terminated:
+        print(stopped_line(args.out / CHECKPOINT, "terminated (SIGTERM)"), file=sys.stderr)
+        sys.exit(143)
     print(f"done: {r['steps']} steps in {r['wall_s']:.1f} s, loss {r['final_loss']:.4f} "
           f"(label-smoothing floor {r['loss_floor']:.4f}), "
           f"held-out exact match {r['val_exact_match']:.1%} (token accuracy {r['val_token_acc']:.1%}); "
-          f"metrics in {args.out}/metrics.jsonl")
+          f"metrics in {args.out / METRICS}")
 
 
 if __name__ == "__main__":

@@ -186,11 +186,97 @@ def test_ctrl_c_during_generation_exits_130(tmp_path):
 
 def test_ctrl_c_during_seq2seq_training_exits_130(tmp_path):
     out = tmp_path / "run"
-    child = spawn("model.train_seq2seq", "--steps", "100000", "--out", str(out))
-    wait_for(lambda: (out / "metrics.jsonl").exists() and (out / "metrics.jsonl").stat().st_size > 0,
-             child, "first metrics line")
+    child = spawn("model.train_seq2seq", "--steps", "100000", "--batch-size", "4", "--out", str(out))
+    wait_for((out / "checkpoint.npz").exists, child, "first checkpoint")
     r = interrupt(child)
-    assert_one_line(r, 130, f"interrupted; {out}/metrics.jsonl holds the steps logged so far")
+    assert_one_line(r, 130, f"interrupted; the last checkpoint {out / 'checkpoint.npz'} at step",
+                    "is intact; continue it with --resume")
+    assert sorted(os.listdir(out)) == ["checkpoint.npz", "config.json", "metrics.jsonl"]
+
+
+@pytest.mark.parametrize("module", ["model.train", "model.train_seq2seq"])
+def test_sigterm_during_training_exits_143_and_keeps_the_checkpoint(tmp_path, corpus, module):
+    out = tmp_path / "run"
+    data = ["--corpus", str(corpus)] if module == "model.train" else []
+    child = spawn(module, "--steps", "100000", "--batch-size", "2", *data, "--out", str(out))
+    wait_for((out / "checkpoint.npz").exists, child, "first checkpoint")
+    child.send_signal(signal.SIGTERM)
+    r = subprocess.CompletedProcess(child.args, None, *child.communicate(timeout=60))
+    r.returncode = child.returncode
+    assert_one_line(r, 143, f"terminated (SIGTERM); the last checkpoint {out / 'checkpoint.npz'} at step",
+                    "is intact; continue it with --resume")
+    step = json.loads(str(np.load(out / "checkpoint.npz")["meta"]))["step"]
+    assert step > 0 and not [p for p in os.listdir(out) if p.endswith((".tmp", ".pending"))]
+
+
+# ----------------------------------------------------------------------------- divergence, bad paths
+
+def strict_lines(path):
+    """Every line of a metrics file, parsed by a JSON parser that refuses NaN and Infinity."""
+    def refuse(token):
+        raise ValueError(f"{token} is not JSON")
+    return [json.loads(line, parse_constant=refuse) for line in path.read_text().splitlines()]
+
+
+def test_an_exploding_loss_is_divergence_not_a_checkpoint(tmp_path):
+    """The issue's case: --lr 1e6 reached a validation loss of 4e16, exit 0, and saved it."""
+    out = tmp_path / "run"
+    r = run("model.train", "--steps", "3", "--lr", "1e6", "--out", str(out))
+    line = assert_one_line(r, 1, "error: loss is", "above 10 x log(vocabulary 84)", "at step 2; no checkpoint")
+    assert "--lr" in line
+    assert os.listdir(out) == []                     # no checkpoint, no pending metrics
+
+
+def test_an_overwrite_that_explodes_keeps_the_earlier_checkpoint(tmp_path, corpus):
+    out = tmp_path / "run"
+    first = run("model.train", "--steps", "100", "--batch-size", "2", "--corpus", str(corpus), "--out", str(out))
+    assert first.returncode == 0, first.stderr.decode()
+    before = (out / "checkpoint.npz").read_bytes()
+    r = run("model.train", "--steps", "3", "--lr", "1e6", "--batch-size", "2", "--corpus", str(corpus),
+            "--out", str(out), "--overwrite")
+    assert_one_line(r, 1, "error:", "this run wrote no checkpoint; the earlier run's")
+    assert (out / "checkpoint.npz").read_bytes() == before
+    strict_lines(out / "metrics.jsonl")
+
+
+def test_metrics_lines_are_strict_json(tmp_path, corpus):
+    out = tmp_path / "run"
+    r = run("model.train", "--steps", "4", "--batch-size", "2", "--corpus", str(corpus), "--out", str(out))
+    assert r.returncode == 0, r.stderr.decode()
+    assert [row["step"] for row in strict_lines(out / "metrics.jsonl")] == [1, 4]
+
+
+def test_the_checkpoint_gets_the_mode_of_the_other_files(tmp_path, corpus):
+    out = tmp_path / "run"
+    r = run("model.train", "--steps", "2", "--batch-size", "2", "--corpus", str(corpus), "--out", str(out))
+    assert r.returncode == 0, r.stderr.decode()
+    mode = lambda name: (out / name).stat().st_mode & 0o777          # noqa: E731
+    assert mode("checkpoint.npz") == mode("metrics.jsonl")
+
+
+@pytest.mark.parametrize("module", ["model.train", "model.train_seq2seq"])
+def test_out_that_is_a_file_is_one_line(tmp_path, corpus, module):
+    taken = tmp_path / "taken"
+    taken.write_text("x")
+    data = ["--corpus", str(corpus)] if module == "model.train" else []
+    r = run(module, "--steps", "2", *data, "--out", str(taken))
+    assert_one_line(r, 2, f"error: --out {taken} is a file, not a folder")
+
+
+def test_a_corpus_that_is_not_a_regular_file_is_said_so(tmp_path):
+    r = run("model.train", "--steps", "2", "--corpus", "/dev/null", "--out", str(tmp_path / "run"))
+    line = assert_one_line(r, 2, "error: corpus /dev/null is not a regular file")
+    assert "does not exist" not in line
+
+
+def test_a_corrupted_checkpoint_is_said_to_be_damaged(good_checkpoint, tmp_path):
+    bad = tmp_path / "checkpoint.npz"
+    data = bytearray(good_checkpoint.read_bytes())
+    data[len(data) // 2] ^= 0xFF                     # inside an array's bytes: the zip's CRC no longer matches
+    bad.write_bytes(bytes(data))
+    r = run("model.generate", "--checkpoint", str(bad), "--prompt", "To be", "--steps", "3")
+    line = assert_one_line(r, 2, f"error: {bad} is damaged", "CRC")
+    assert "not a NumPy .npz archive" not in line
 
 
 # ----------------------------------------------------------------------------- 3: inconsistent checkpoints

@@ -291,3 +291,23 @@ def test_step_bytes_is_close_to_the_measured_peak():
     # 14.8 kB per position was measured (peak RSS of loss_and_grads at B 1024 to 16384, default config).
     per_position = mt._step_bytes(ModelConfig(vocab_size=84), 1) / 16
     assert 14_800 <= per_position <= 1.2 * 14_800
+
+
+def test_the_progress_bar_shows_no_validation_loss_before_the_first(tmp_path, corpus, capsys):
+    train(tmp_path / "run", tiny_cfg(), TCFG, corpus=corpus, progress=True)
+    bar = capsys.readouterr().err
+    assert "val=nan" not in bar and "val=–" in bar and "val=" + f"{metrics(tmp_path / 'run')[-1]['val_loss']:.3f}" in bar
+
+
+def test_an_exploding_validation_loss_stops_before_its_checkpoint(tmp_path, corpus, monkeypatch):
+    real, calls = mt.evaluate, []
+
+    def exploding(*args):
+        calls.append(1)
+        return 1e9 if len(calls) == 2 else real(*args)
+
+    monkeypatch.setattr(mt, "evaluate", exploding)
+    with pytest.raises(TrainingDiverged, match=r"the validation loss is 1e\+09, above 10 x log\(vocabulary \d+\) "
+                                               r"= [\d.]+ at step 8; the last good checkpoint .* is untouched"):
+        run(tmp_path / "run", corpus)
+    assert load_checkpoint(tmp_path / "run" / "checkpoint.npz")["step"] == 4
