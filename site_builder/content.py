@@ -10,6 +10,7 @@ the shape checker) can point at the exact line of the content file.
 The schema is a table of allowed keys per kind of object; an unknown key gets a "did you
 mean", a missing required key names the object that lacks it. Nothing is rendered here.
 """
+import codecs
 import os
 import pickle
 import re
@@ -269,6 +270,7 @@ def read_text(path: Path, file: str):
         return None, Problem(file, 1, "this is a folder, not a file", f"move the folder away and write {file} as a file")
     except OSError as e:
         return None, Problem(file, 1, f"cannot read the file: {e.strerror or e}", "make it a readable file")
+    data = data.removeprefix(codecs.BOM_UTF8)     # editors on Windows save UTF-8 with one
     try:
         return data.decode("utf-8"), None
     except UnicodeDecodeError as e:

@@ -246,3 +246,17 @@ def test_a_missing_static_file_or_template_names_it(tmp_path):
     (root / "static" / "site.css").unlink()
     assert problems_of(root) == ["static/site.css: cannot read static/site.css: No such file or directory "
                                  "(restore it (git checkout -- static templates))"]
+
+
+def test_a_page_saved_with_a_byte_order_mark_builds(mini):
+    # Windows editors save UTF-8 with a BOM; site.yaml and examples already accept it
+    (mini / "content/pages/mini.md").write_bytes(b"\xef\xbb\xbf" + PAGE.encode("utf-8"))
+    build(mini, mini / "site", strict=False, use_cache=False)
+    assert "Relative error" in (mini / "site" / "mini.html").read_text(encoding="utf-8")
+
+
+def test_a_bad_byte_after_a_byte_order_mark_names_its_own_line(mini):
+    bad = PAGE.replace("How far apart", "How f\xe9r apart").encode("latin-1")
+    (mini / "content/pages/mini.md").write_bytes(b"\xef\xbb\xbf" + bad)
+    line = only(problems_of(mini), "not UTF-8")
+    assert line.startswith("content/pages/mini.md:7: ") and "column 16 " in line
