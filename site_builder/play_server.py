@@ -68,6 +68,33 @@ def refusal(headers, server_address, loopback: bool):
     return None
 
 
+# no parameter's bound is past the largest float, so a longer integer is refused unread
+MAX_DIGITS = len(str(int(sys.float_info.max)))
+
+
+class _TooManyDigits(ValueError):
+    pass
+
+
+def _whole_number(text):
+    digits = len(text.lstrip("-"))
+    if digits > MAX_DIGITS:
+        raise _TooManyDigits(f"a number in the request has {digits} digits; no parameter takes more than {MAX_DIGITS}")
+    return int(text)
+
+
+def parse_request(body: bytes):
+    """-> (request, None) or (None, one line saying why the body is refused)."""
+    try:
+        return json.loads(body, parse_int=_whole_number), None
+    except _TooManyDigits as e:
+        return None, str(e)
+    except RecursionError:
+        return None, "the request body is nested too deeply; it must be {page, example, args}"
+    except (ValueError, UnicodeDecodeError):
+        return None, "the request body is not JSON"
+
+
 def answer(handler):
     """POST /__play, for serve's SiteHandler."""
     from site_builder.serve import is_loopback
@@ -89,10 +116,9 @@ def answer(handler):
         return send(411, dict(error="the request needs a Content-Length"))
     if not 0 < length <= MAX_BODY:
         return send(413, dict(error=f"the request body must be 1 to {MAX_BODY} bytes, got {length}"))
-    try:
-        request = json.loads(handler.rfile.read(length))
-    except (ValueError, UnicodeDecodeError):
-        return send(400, dict(error="the request body is not JSON"))
+    request, error = parse_request(handler.rfile.read(length))
+    if error:
+        return send(400, dict(error=error))
     reply = client.ask(request)
     send(200 if "html" in reply else reply.pop("status", 400), reply)
 

@@ -135,7 +135,10 @@ def _literal(v):
 
 
 def _number(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    try:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    except OverflowError:                 # an int past the largest float
+        return False
 
 
 def spec_problem(spec):
@@ -255,11 +258,20 @@ def _parse(text, convert, what):
 
 def _bounded(v, spec):
     if not spec["min"] <= v <= spec["max"]:
-        raise InvalidInput(f"must be between {spec['min']:g} and {spec['max']:g}, got {v:g}")
+        raise InvalidInput(f"must be between {spec['min']:g} and {spec['max']:g}, got {_shown(v)}")
     return v
 
 
+def _shown(v):
+    """A number as a message shows it: an integer too long to read is its count of digits."""
+    if isinstance(v, int) and len(str(abs(v))) > 20:
+        return f"a whole number of {len(str(abs(v)))} digits"
+    return f"{v:g}"
+
+
 def _kind(v):
+    if isinstance(v, int) and not isinstance(v, bool) and len(str(abs(v))) > 20:
+        return _shown(v)
     return {bool: "true/false", type(None): "nothing", dict: "a mapping", list: "a list"}.get(
         type(v), f"{type(v).__name__} {v!r}"[:60])
 

@@ -266,3 +266,45 @@ def test_declared_names_an_example_function_does_not_take_are_found(tmp_path):
     assert parameters_missing(tmp_path, "m:f", ["row", "eps", "epsilon"]) == ["epsilon"]
     assert parameters_missing(tmp_path, "m:g", ["anything"]) == []          # **kwargs takes any
     assert parameters_missing(tmp_path, "m:nosuch", ["x"]) == []            # reported where it runs
+
+
+def test_an_integer_past_the_largest_float_is_refused_in_one_line():
+    for spec in (FLOAT, {"type": "int", "min": 0, "max": 3}, NUMBERS):
+        for value in (10 ** 400, [10 ** 400] * 3):
+            message = refused(spec, value)
+            assert "\n" not in message and len(message) < 100, message
+
+
+class FakeHandler:
+    """What answer() reads of serve's SiteHandler, with a body and a client that must not be asked."""
+
+    def __init__(self, body: bytes):
+        import io
+        from types import SimpleNamespace
+        self.headers = {"Host": "127.0.0.1:8000", "Origin": "http://127.0.0.1:8000",
+                        "Content-Type": "application/json", "Content-Length": str(len(body))}
+        self.rfile = io.BytesIO(body)
+        self.server = SimpleNamespace(server_address=("127.0.0.1", 8000), play=self)
+        self.sent = []
+
+    def ask(self, request):
+        raise AssertionError(f"the play process was asked {str(request)[:80]}")
+
+    def _send(self, status, body, *args, **kwargs):
+        self.sent.append((status, json.loads(body)))
+
+
+@pytest.mark.parametrize("body, needle", [
+    (b'{"page": "layernorm", "example": "layernorm-forward--ex-4", "args": {"eps": 1' + b"0" * 400 + b"}}",
+     "has 401 digits"),
+    (b"[" * 4000 + b"]" * 4000, "nested too deeply"),
+    (b"[" * 4000, "nested too deeply"),
+    (b'{"args": {"eps": ' + b"7" * 4300 + b"}}", "has 4300 digits"),
+    (b"{not json", "not JSON"),
+], ids=["401-digit eps", "4000 nested", "4000 unclosed", "4300-digit number", "not json"])
+def test_a_body_the_endpoint_cannot_use_is_a_400_with_one_line(body, needle):
+    from site_builder.play_server import answer
+    handler = FakeHandler(body)
+    answer(handler)
+    [(status, reply)] = handler.sent
+    assert status == 400 and needle in reply["error"] and "\n" not in reply["error"], reply
