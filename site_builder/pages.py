@@ -160,13 +160,18 @@ class PageBuilder:
         self.probe_failures = list(getattr(shapes, "failures", None) or ())
         self.probe_failures_reported = False
         self._reach = {}
+        self._outside_reported = set()       # (page file, qualname) already reported as outside the index
 
     # -- helpers --------------------------------------------------------------------------
     def resolve(self, qualname, snippet, file, line):
         try:
             r = resolve_snippet(self.index, qualname, snippet) if snippet else resolve_function(self.index, qualname)
         except ResolveError as e:
-            self.problems.append(Problem(file, line, str(e), "update the snippet or the function name"))
+            if e.fix:                        # outside the documented code: one line per page says so
+                if (file, qualname) in self._outside_reported:
+                    return None
+                self._outside_reported.add((file, qualname))
+            self.problems.append(Problem(file, line, str(e), e.fix or "update the snippet or the function name"))
             return None
         self.model.documented.add(qualname)
         if r.file.startswith("tests/"):

@@ -55,9 +55,10 @@ class Resolved:
 class ResolveError(Exception):
     """A reference that does not resolve to exactly one place. `message` says why and how to fix."""
 
-    def __init__(self, message: str):
+    def __init__(self, message: str, fix: str = ""):
         super().__init__(message)
         self.message = message
+        self.fix = fix
 
     def __str__(self):
         return self.message
@@ -71,7 +72,8 @@ def _lookup(index: SourceIndex, qualname: str):
     try:
         return index.function(qualname)
     except KeyError as e:
-        raise ResolveError(str(e) if type(e) is not KeyError else f"no function {qualname}") from None
+        raise ResolveError(str(e) if type(e) is not KeyError else f"no function {qualname}",
+                           getattr(e, "fix", "")) from None
 
 
 def resolve_function(index: SourceIndex, qualname: str) -> Resolved:

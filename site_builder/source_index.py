@@ -76,9 +76,10 @@ class SourceError(Exception):
 class NotIndexed(KeyError):
     """A qualname the index does not know. `str()` is the plain message, with suggestions."""
 
-    def __init__(self, message: str):
+    def __init__(self, message: str, fix: str = ""):
         super().__init__(message)
         self.message = message
+        self.fix = fix                 # how to fix it, when that is not "correct the name"
 
     def __str__(self):
         return self.message
@@ -541,6 +542,8 @@ class SourceIndex:
         try:
             return self.functions[qualname]
         except KeyError:
+            if qualname.split(".")[0] not in self.modules:
+                raise NotIndexed(*self._outside_message(qualname)) from None
             raise NotIndexed(self._missing_message(qualname)) from None
 
     def function_at(self, file: str, line: int) -> Optional[FunctionInfo]:
@@ -551,6 +554,13 @@ class SourceIndex:
                 if best is None or f.start >= best.start:
                     best = f
         return best
+
+    def _outside_message(self, qualname: str):
+        """-> (message, fix) for a name outside every indexed package (json.dumps): listing the
+        indexed modules would be a long line that does not help."""
+        packages = " and ".join(f"{p}/" for p in sorted({m.split(".")[0] for m in self.modules}))
+        return (f"{qualname} is not in the documented code: a page can cite only functions of {packages}",
+                f"cite a function of {packages.replace(' and ', ' or ')}, or name {qualname} in the prose")
 
     def _missing_message(self, qualname: str) -> str:
         parts = qualname.split(".")

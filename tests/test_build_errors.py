@@ -260,3 +260,12 @@ def test_a_bad_byte_after_a_byte_order_mark_names_its_own_line(mini):
     (mini / "content/pages/mini.md").write_bytes(b"\xef\xbb\xbf" + bad)
     line = only(problems_of(mini), "not UTF-8")
     assert line.startswith("content/pages/mini.md:7: ") and "column 16 " in line
+
+
+def test_a_function_outside_the_documented_code_is_one_short_line_at_the_concept(mini):
+    page = PAGE.replace("model.gradcheck.rel_error", "json.dumps").replace("function: json.dumps, snippet", "snippet")
+    lines = [l for l in problems_of(mini, page) if "json.dumps" in l]
+    assert len(lines) == 1, lines
+    [line] = lines
+    assert line.startswith("content/pages/mini.md:6: ") and len(line) < 250, line
+    assert "model/ and tests/" in line and "indexed modules" not in line and "update the snippet" not in line
