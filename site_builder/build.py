@@ -618,14 +618,19 @@ def play_fragments(env, pages):
     return files
 
 
+def uncited(f, qualname) -> Problem:
+    return Problem(f.file, f.start, f"public function {qualname} is cited by no page",
+                   f"document it on a page ({COMMAND} new-concept {qualname} --page PAGE writes its section), "
+                   "or make it private with a leading underscore", strict=True)
+
+
 def strict_checks(index, model, problems):
     for qualname in index.public_functions("model"):
         if index.function(qualname).kind != "function":    # top-level functions; methods ride with their class
             continue
         if qualname not in model.documented:
             f = index.function(qualname)
-            problems.append(Problem(f.file, f.start, f"public function {qualname} is cited by no page",
-                                    "document it on a page, or make it private with a leading underscore", strict=True))
+            problems.append(uncited(f, qualname))
 
 
 def search_index(folder: Path, problems: list, cache=None, bundle_dir: Path = None):
@@ -869,8 +874,7 @@ def check_pages(root: Path, slugs, cache_dir=None, jobs=None):
     for qualname in index.public_functions("model"):
         f = index.function(qualname)
         if f.kind == "function" and f.file in files and qualname not in documented and qualname not in page_text:
-            problems.append(Problem(f.file, f.start, f"public function {qualname} is cited by no page",
-                                    "document it on a page, or make it private with a leading underscore", strict=True))
+            problems.append(uncited(f, qualname))
     memos.save()
     failing = [p for p in problems if not p.warning]
     return failing, [p for p in problems if p.warning], dict(pages=len(slugs), references=len(builder.model.references),

@@ -33,6 +33,15 @@ class Located(dict):
         return self.key_lines.get(key, self.line)
 
 
+def yaml_kind(value) -> str:
+    """What the author wrote, in YAML's words (not Located/LocatedList, the loader's classes)."""
+    for kind, name in ((bool, "true/false"), (dict, "a mapping"), (list, "a list"), (str, "text"),
+                       ((int, float), "a number"), (type(None), "nothing")):
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
+
+
 class LocatedList(list):
     file: str = ""
     line: int = 0
@@ -163,8 +172,11 @@ def check_leaf(obj, key, file, problems):
                      "str-list": "a list of names", "str-map": "a mapping of names to text",
                      "seconds": "a number of seconds above 0 and at most 3600",
                      "probe-map": "a mapping of parameter names to shapes ('(T, d)') or numbers"}[want]
-        problems.append(Problem(file, line, f"'{key}' must be {described}, got {type(value).__name__}",
-                                "quote text that YAML would read as something else"))
+        # a number of the wrong size is shown as written; a wrong type is named
+        got = repr(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else yaml_kind(value)
+        fix = ("write a positive number of seconds, at most 3600" if want == "seconds"
+               else "quote text that YAML would read as something else")
+        problems.append(Problem(file, line, f"'{key}' must be {described}, got {got}", fix))
 
 
 def section_kind(obj):
@@ -178,7 +190,7 @@ def math_kind(obj):
 def validate(obj, kind, file, line, problems):
     """Check obj against SCHEMA[kind], recursing into the keys that hold objects."""
     if not isinstance(obj, dict):
-        problems.append(Problem(file, line, f"expected a mapping for this {kind}, got {type(obj).__name__}",
+        problems.append(Problem(file, line, f"expected a mapping for this {kind}, got {yaml_kind(obj)}",
                                 "write it as 'key: value' lines"))
         return
     if kind == "section":

@@ -272,8 +272,10 @@ def _shown(v):
 def _kind(v):
     if isinstance(v, int) and not isinstance(v, bool) and len(str(abs(v))) > 20:
         return _shown(v)
-    return {bool: "true/false", type(None): "nothing", dict: "a mapping", list: "a list"}.get(
-        type(v), f"{type(v).__name__} {v!r}"[:60])
+    if isinstance(v, (bool, dict, list, type(None))):
+        from site_builder.content import yaml_kind
+        return yaml_kind(v)
+    return f"{type(v).__name__} {v!r}"[:60]
 
 
 def checked_arguments(example: dict, args, vocabulary=None) -> dict:

@@ -269,3 +269,16 @@ def test_a_function_outside_the_documented_code_is_one_short_line_at_the_concept
     [line] = lines
     assert line.startswith("content/pages/mini.md:6: ") and len(line) < 250, line
     assert "model/ and tests/" in line and "indexed modules" not in line and "update the snippet" not in line
+
+
+@pytest.mark.parametrize("timeout", ["0", "-5"])
+def test_a_timeout_that_is_not_positive_says_so_not_quote_text(mini, timeout):
+    page = PAGE.replace('run: "mini:compare"}', f'run: "mini:compare", timeout: {timeout}}}')
+    line = only(problems_of(mini, page), "'timeout'")
+    assert f"got {timeout} " in line and "positive number of seconds" in line and "quote text" not in line, line
+
+
+def test_a_function_cited_by_no_page_names_the_command_that_writes_its_section(mini):
+    from site_builder import COMMAND
+    line = only(problems_of(mini), "model.transformer.forward")
+    assert f"{COMMAND} new-concept model.transformer.forward --page PAGE" in line, line

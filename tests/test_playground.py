@@ -308,3 +308,14 @@ def test_a_body_the_endpoint_cannot_use_is_a_400_with_one_line(body, needle):
     answer(handler)
     [(status, reply)] = handler.sent
     assert status == 400 and needle in reply["error"] and "\n" not in reply["error"], reply
+
+
+def test_mapping_or_list_choices_are_described_as_yaml_not_as_loader_classes():
+    from site_builder.content import parse_yaml
+    example, err = parse_yaml('run: "m:f"\nchoices: {eps: [{a: 1}, [1, 2]]}\nplayable: {eps: {type: float, min: 0, max: 2}}\n',
+                              "content/pages/p.md")
+    assert err is None
+    problems = []
+    check_declaration(example, "content/pages/p.md", problems)
+    text = " ".join(p.message for p in problems)
+    assert "Located" not in text and "a mapping" in text and "a list" in text, text
