@@ -64,6 +64,10 @@ def _stop_on_interrupt(out):
     as it was, print one line, exit 130 (143). Forked workers inherit this handler and leave
     Ctrl-C to this process, which kills them (site_builder/serve.py: abandon)."""
     import signal
+    # Imported now, not in the handler: a second signal during that import re-entered it and
+    # found the module half initialised (issue 30). The module is looked up at the signal, so
+    # what is called is what site_builder.serve holds then.
+    from site_builder import serve as stopping
     main_pid = os.getpid()
 
     def stop(signum, frame):
@@ -71,8 +75,9 @@ def _stop_on_interrupt(out):
             if signum == signal.SIGINT:
                 return
             os._exit(128 + signum)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        from site_builder.serve import abandon, say
+        for sig in (signal.SIGINT, signal.SIGTERM):    # a second signal: this one is already stopping
+            signal.signal(sig, signal.SIG_IGN)
+        abandon, say = stopping.abandon, stopping.say
         try:
             clause = abandon(out)
         except Exception as e:
