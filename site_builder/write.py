@@ -120,6 +120,10 @@ def check_output(out, root=None):
         if (parent / MARKER).is_file():
             raise OutputRefused(f"--out {shown} is inside {parent}, the output folder of a build, which the next "
                                 f"build of it would replace (choose a folder outside it)")
+    if os.path.ismount(real):     # its own file system: it cannot be renamed away (EBUSY at the swap)
+        raise OutputRefused(f"--out {shown} is a mount point, and a build replaces its output folder whole by "
+                            f"renaming it, which a mount point refuses (build into a folder inside it, e.g. "
+                            f"--out {Path(shown) / 'site'}, and serve that)")
     if os.path.lexists(out) and os.path.exists(real) and not real.is_dir():
         raise OutputRefused(f"--out {shown} is a file, not a folder (choose a new folder, or move the file away)")
     if real.is_dir():
