@@ -64,6 +64,10 @@ def _stop_on_interrupt(out):
     as it was, print one line, exit 130 (143). Forked workers inherit this handler and leave
     Ctrl-C to this process, which kills them (site_builder/serve.py: abandon)."""
     import signal
+    # Imported now, not in the handler: a second signal during that import re-entered it and
+    # found the module half initialised (issue 30). The module is looked up at the signal, so
+    # what is called is what site_builder.serve holds then.
+    from site_builder import serve as stopping
     main_pid = os.getpid()
 
     def stop(signum, frame):
@@ -71,8 +75,9 @@ def _stop_on_interrupt(out):
             if signum == signal.SIGINT:
                 return
             os._exit(128 + signum)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        from site_builder.serve import abandon, say
+        for sig in (signal.SIGINT, signal.SIGTERM):    # a second signal: this one is already stopping
+            signal.signal(sig, signal.SIG_IGN)
+        abandon, say = stopping.abandon, stopping.say
         try:
             clause = abandon(out)
         except Exception as e:
@@ -110,11 +115,18 @@ def check_pages_command(args):
     import time
     t0 = time.perf_counter()
     from site_builder.build import UnknownPages, check_pages
+    from site_builder.write import cannot_write
     slugs = list(dict.fromkeys(args.page))
     try:
         failing, warnings, counts = check_pages(ROOT, slugs, args.cache_dir, args.jobs)
     except UnknownPages as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        refused = cannot_write(e, args.out, args.cache_dir)
+        if not refused:
+            raise
+        print(f"error: {refused}", file=sys.stderr)
         return 2
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -158,7 +170,7 @@ def main(argv=None):
         _stop_on_interrupt(args.out)
 
     from site_builder.problems import BuildFailed
-    from site_builder.write import OutputLocked, OutputRefused, check_output, remove_stale
+    from site_builder.write import OutputLocked, OutputRefused, cannot_write, check_output, remove_stale
     try:     # build, check and serve: the output folder is the builder's alone (site_builder/write.py)
         check_output(args.out, ROOT)
     except OutputRefused as e:
@@ -209,6 +221,10 @@ def main(argv=None):
         print(f"error: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # a bug in the builder: say so in one line unless --debug
+        refused = cannot_write(e, args.out, args.cache_dir)      # or the environment's: a full disk, ...
+        if refused:
+            print(f"error: {refused}", file=sys.stderr)
+            return 2
         if args.debug:
             raise
         print(f"internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)", file=sys.stderr)

@@ -103,6 +103,13 @@ class BuildCache:
         path = self.path(kind, key)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+        except BaseException as e:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+            if isinstance(e, OSError) and e.filename is None:     # a failed write() names no file
+                e.filename = str(path)
+            raise

@@ -20,6 +20,7 @@ The output folder is the builder's alone, and nothing else is ever deleted:
   processes that are gone, and restores the last good site from a `.site.old-<pid>` when a
   build was killed between its two renames.
 """
+import errno
 import fcntl
 import os
 import re
@@ -40,6 +41,25 @@ SOURCE_FOLDERS = ("content", "model", "tests", "templates", "static", "site_buil
 # What every build writes, to recognise an output folder built before the marker existed.
 LEGACY_FILES, LEGACY_FOLDERS = ("index.html", "references.json"), (BUNDLE,)
 WRITER_FOLDER = re.compile(r"^\.(?P<name>.+)\.(?P<kind>tmp|old|search|search-old)-(?P<pid>\d+)$")
+
+
+# Write failures that are the environment's, not the builder's: a full disk or quota, a file
+# size limit (ulimit -f), a read-only or forbidden folder.
+ENVIRONMENT_ERRNOS = {errno.ENOSPC: "free space there", errno.EDQUOT: "free space there (or raise the quota)",
+                      errno.EFBIG: "raise the file size limit (ulimit -f)",
+                      errno.EROFS: "make it writable", errno.EACCES: "make it writable"}
+
+
+def cannot_write(error, out, cache_dir):
+    """The one line for a write the environment refused (None for any other error): the file,
+    why, and what to do, naming the option (--out or --cache-dir) that moves the write."""
+    if not isinstance(error, OSError) or error.errno not in ENVIRONMENT_ERRNOS:
+        return None
+    where = Path(os.path.abspath(error.filename)) if error.filename else None
+    in_cache = where is not None and _inside(where, Path(os.path.abspath(cache_dir)))
+    option, folder = ("--cache-dir", cache_dir) if in_cache else ("--out", out)
+    return (f"cannot write {where or folder}: {error.strerror}; {ENVIRONMENT_ERRNOS[error.errno]}, or choose "
+            f"another {option} (the last good site in {out}, if any, is untouched)")
 
 
 class OutputLocked(Exception):
@@ -100,6 +120,10 @@ def check_output(out, root=None):
         if (parent / MARKER).is_file():
             raise OutputRefused(f"--out {shown} is inside {parent}, the output folder of a build, which the next "
                                 f"build of it would replace (choose a folder outside it)")
+    if os.path.ismount(real):     # its own file system: it cannot be renamed away (EBUSY at the swap)
+        raise OutputRefused(f"--out {shown} is a mount point, and a build replaces its output folder whole by "
+                            f"renaming it, which a mount point refuses (build into a folder inside it, e.g. "
+                            f"--out {Path(shown) / 'site'}, and serve that)")
     if os.path.lexists(out) and os.path.exists(real) and not real.is_dir():
         raise OutputRefused(f"--out {shown} is a file, not a folder (choose a new folder, or move the file away)")
     if real.is_dir():
@@ -248,7 +272,11 @@ def write_site(files: dict, out: Path, after_write=None, root=None):
         for rel in sorted(files):
             path = tmp / rel
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(files[rel])
+            try:
+                path.write_bytes(files[rel])
+            except OSError as e:
+                e.filename = e.filename or str(path)        # a failed write() names no file
+                raise
         (tmp / MARKER).write_bytes(MARKER_TEXT)
         if after_write is not None:
             after_write(tmp)
@@ -262,7 +290,13 @@ def write_site(files: dict, out: Path, after_write=None, root=None):
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    if out.exists():
-        os.rename(out, old)
-    os.rename(tmp, out)
+    try:
+        if out.exists():
+            os.rename(out, old)
+        os.rename(tmp, out)
+    except BaseException:        # the swap failed: the last good site back, the new tree gone
+        if os.path.lexists(old) and not os.path.lexists(out):
+            os.rename(old, out)
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     shutil.rmtree(old, ignore_errors=True)

@@ -354,3 +354,40 @@ def test_abandon_output_undoes_each_stage_of_a_write(tmp_path):
     assert abandon_output(tmp_path / "none", 4242) == "none"
     assert (tmp_path / ".site.tmp-777").is_dir()
     assert site_clause(tmp_path / "none", ["none"]) == f"no site was written to {tmp_path / 'none'}"
+
+
+# --- a second signal while the first is being handled (issue 30, item 4) ----------------------
+
+SECOND_SIGNAL = """import os, signal, sys, time
+sys.path.insert(0, {root!r})
+import build_site
+build_site._stop_on_interrupt({out!r})
+{arrange}
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(10)
+"""
+# The second SIGTERM arrives while the handler imports what it needs (a finder sees the import)...
+DURING_IMPORT = """import importlib.abc
+class SecondSignal(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "site_builder.serve":
+            os.kill(os.getpid(), signal.SIGTERM)
+        return None
+sys.meta_path.insert(0, SecondSignal())"""
+# ... or while it cleans up.
+DURING_CLEANUP = """import site_builder.serve as serve
+clean_up = serve.abandon
+def abandon(out):
+    os.kill(os.getpid(), signal.SIGTERM)
+    return clean_up(out)
+serve.abandon = abandon"""
+
+
+@pytest.mark.parametrize("arrange", [DURING_IMPORT, DURING_CLEANUP], ids=["during-import", "during-cleanup"])
+def test_a_second_sigterm_during_the_first_is_one_line(tmp_path, arrange):
+    out = tmp_path / "site"
+    script = SECOND_SIGNAL.format(root=str(ROOT), out=str(out), arrange=arrange)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 143, (proc.returncode, proc.stderr)
+    one_line(proc.stderr.strip().splitlines(), f"terminated; no site was written to {out}")
+    assert "internal error" not in proc.stderr

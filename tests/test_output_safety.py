@@ -322,3 +322,14 @@ def test_clean_deletes_a_build_cache(tmp_path):
     cache.put("examples", "ab" * 32, 1)
     check_cache_dir(tmp_path / "cache", ROOT)          # a cache: accepted (and --clean may delete it)
     check_cache_dir(tmp_path / "new", ROOT)            # a new folder: accepted
+
+
+def test_a_mount_point_is_refused_before_building(repo, tmp_path, monkeypatch):
+    """A mount point cannot be renamed (EBUSY at the swap, after the whole build): refused first."""
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    real_ismount = os.path.ismount
+    monkeypatch.setattr(os.path, "ismount", lambda p: os.path.realpath(p) == str(mount) or real_ismount(p))
+    with pytest.raises(OutputRefused, match=r"mount point.*--out .*mnt/site"):
+        check_output(mount, repo)
+    check_output(mount / "site", repo)      # a folder inside it is fine

@@ -1,4 +1,8 @@
 """Writing the site: atomic swap, and never two writers on one output folder."""
+import errno
+import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -39,3 +43,80 @@ def test_a_writer_that_waits_too_long_refuses_with_the_lock_named(tmp_path):
         with pytest.raises(OutputLocked, match=r"\.site\.lock"):
             with output_lock(out, wait_seconds=0.2):
                 pass
+
+
+# --- write failures are the environment's: one line, exit 2, the last good site kept (issue 30) --
+
+FAULT = """import builtins, errno, os, pathlib, sys
+sys.path.insert(0, os.getcwd())
+import build_site
+real, failed = {target}, []
+def failing(*args, **kwargs):          # the first matching call fails (the swap's undo then works)
+    where = str(args[{which}])
+    if {when} and not failed:
+        failed.append(where)
+        raise OSError(errno.{code}, os.strerror(errno.{code}), *([where] if {named} else []))
+    return real(*args, **kwargs)
+{target} = failing
+sys.exit(build_site.main(sys.argv[1:]))
+"""
+# (what fails, the function, which argument is the path, when it fails, errno, whether the
+# error names its file, what the line must name)
+FAULTS = {
+    "cache": ("os.replace", 1, "'cache' in where", "ENOSPC", True, "cache"),
+    "lock": ("builtins.open", 0, "where.endswith('.site.lock')", "EROFS", True, ".site.lock"),
+    "temporary folder": ("pathlib.Path.write_bytes", 0, "'.site.tmp-' in where", "EFBIG", False, ".site.tmp-"),
+    "swap": ("os.rename", 1, "where.endswith('/site')", "EACCES", True, "site"),     # tmp -> site
+    "swap aside": ("os.rename", 0, "where.endswith('/site')", "EROFS", True, "site"),  # site -> old
+    "quota": ("pathlib.Path.write_bytes", 0, "'.site.tmp-' in where", "EDQUOT", False, ".site.tmp-"),
+}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """A small repository with a good site built."""
+    from tests.conftest import mini_repo
+    from tests.test_build_errors import EXAMPLE, PAGE, SITE
+    root = mini_repo(tmp_path_factory.mktemp("faults"), SITE, PAGE, {"mini": EXAMPLE})
+    good = subprocess.run([sys.executable, "build_site.py", "--cache-dir", "cache"], cwd=root,
+                          capture_output=True, text=True, timeout=300)
+    assert good.returncode == 0, good.stderr
+    return root
+
+
+def _tree(folder):
+    return sorted((p.relative_to(folder).as_posix(), p.read_bytes()) for p in folder.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_a_write_the_environment_refuses_is_one_line_and_keeps_the_last_site(built, fault):
+    target, which, when, code, named, names = FAULTS[fault]
+    before = _tree(built / "site")
+    script = FAULT.format(target=target, which=which, when=when, code=code, named=named)
+    # --clean: the build runs (not "up to date") and writes the cache afresh
+    proc = subprocess.run([sys.executable, "-c", script, "--clean", "--cache-dir", "cache"], cwd=built,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: cannot write "), proc.stderr
+    assert names in lines[0] and os.strerror(getattr(errno, code)) in lines[0], lines
+    assert ("--cache-dir" if fault == "cache" else "--out") in lines[0], lines
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert _tree(built / "site") == before
+    assert sorted(p.name for p in built.glob(".site.*")) in ([], [".site.lock"])
+    assert list((built / "cache").rglob("*.tmp")) == []
+
+
+def test_check_page_with_a_full_cache_disk_is_one_line(tmp_path, monkeypatch, capsys):
+    import argparse
+    import build_site
+    import site_builder.build
+    cache = tmp_path / "cache"
+
+    def full(*args):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(cache / "examples" / "ab.pickle"))
+    monkeypatch.setattr(site_builder.build, "check_pages", full)
+    args = argparse.Namespace(page=["attention"], cache_dir=cache, jobs=1, out=tmp_path / "site")
+    assert build_site.check_pages_command(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: cannot write {cache}") and "--cache-dir" in err[0], err
