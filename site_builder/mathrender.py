@@ -239,7 +239,6 @@ def styled_letter(ch: str, variant) -> str:
     return ch
 
 
-
 # A leaf element with a mathvariant other than normal (KaTeX's MathML puts it on <mi>, <mn>,
 # <mo> and <mtext> leaves).
 STYLED = re.compile(r'<(m[a-z]+)((?: [a-z]+="[^"]*")*?) mathvariant="(?!normal")([a-z-]+)"((?: [a-z]+="[^"]*")*)>([^<]*)</\1>')
@@ -299,9 +298,15 @@ def core_layout(html: str, tex: str) -> str:
     return html
 
 
+APPLY = "<mo>\u2061</mo>"          # KaTeX's "function application" after \tanh, \max, \operatorname
+SCRIPTS = ("<munder>", "<msub>", "<munderover>", "<msubsup>", "<msup>", "<mover>")
+THIN_SPACE = '<mspace width="0.1667em"></mspace>'
+_TAG = re.compile(r"<(/?)([a-z]+)[^>]*?(/?)>")
+
+
 # KaTeX's MathML for \\! (and \\negmedspace, \\negthickspace): the positive space of that width
 # and an invisible separator, which MathML Core draws as the positive space.
-NEGATIVE_SPACE = re.compile('(<mspace width="0.1667em"></mspace>)?<mtext>([\u2009\u205f\u2005])\u2063</mtext>')
+NEGATIVE_SPACE = re.compile(f"({re.escape(THIN_SPACE)})?<mtext>([\u2009\u205f\u2005])\u2063</mtext>")
 
 
 def negative_spaces(html: str) -> str:
@@ -310,12 +315,6 @@ def negative_spaces(html: str) -> str:
     `\\sin\\!\\left(`) the two cancel; elsewhere it is dropped. KaTeX's text drew a space where
     the author took one away: "min" and its "(" were two spaces apart."""
     return NEGATIVE_SPACE.sub("", html)
-
-
-APPLY = "<mo>\u2061</mo>"          # KaTeX's "function application" after \tanh, \max, \operatorname
-SCRIPTS = ("<munder>", "<msub>", "<munderover>", "<msubsup>", "<msup>", "<mover>")
-THIN_SPACE = '<mspace width="0.1667em"></mspace>'
-_TAG = re.compile(r"<(/?)([a-z]+)[^>]*?(/?)>")
 
 
 def _element_end(html: str, start: int) -> int:
