@@ -62,12 +62,12 @@ def worker_count(text):
 def _stop_on_interrupt(out):
     """Ctrl-C (or SIGTERM) during a build or check: kill its workers, leave the last good site
     as it was, print one line, exit 130 (143). Forked workers inherit this handler and leave
-    Ctrl-C to this process, which kills them (site_builder/serve.py: abandon)."""
+    Ctrl-C to this process, which kills them (site_builder/serve/server.py: abandon)."""
     import signal
     # Imported now, not in the handler: a second signal during that import re-entered it and
     # found the module half initialised (issue 30). The module is looked up at the signal, so
-    # what is called is what site_builder.serve holds then.
-    from site_builder import serve as stopping
+    # what is called is what site_builder.serve.server holds then.
+    from site_builder.serve import server as stopping
     main_pid = os.getpid()
 
     def stop(signum, frame):
@@ -115,7 +115,7 @@ def check_pages_command(args):
     import time
     t0 = time.perf_counter()
     from site_builder.build import UnknownPages, check_pages
-    from site_builder.write import cannot_write
+    from site_builder.publish.write import cannot_write
     slugs = list(dict.fromkeys(args.page))
     try:
         failing, warnings, counts = check_pages(ROOT, slugs, args.cache_dir, args.jobs)
@@ -166,18 +166,18 @@ def main(argv=None):
         parser.error("--after is for new-concept")
     if args.page and args.command != "check":
         parser.error("--page is for check and new-concept")
-    if args.command != "serve":      # serve stops its own way (site_builder/serve.py)
+    if args.command != "serve":      # serve stops its own way (site_builder/serve/server.py)
         _stop_on_interrupt(args.out)
 
-    from site_builder.problems import BuildFailed
-    from site_builder.write import OutputLocked, OutputRefused, cannot_write, check_output, remove_stale
-    try:     # build, check and serve: the output folder is the builder's alone (site_builder/write.py)
+    from site_builder.base.problems import BuildFailed
+    from site_builder.publish.write import OutputLocked, OutputRefused, cannot_write, check_output, remove_stale
+    try:     # build, check and serve: the output folder is the builder's alone (site_builder/publish/write.py)
         check_output(args.out, ROOT)
     except OutputRefused as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     remove_stale(args.out)      # the temporary folders of builds that were killed
-    from site_builder.cache import CacheRefused, check_cache_dir
+    from site_builder.base.cache import CacheRefused, check_cache_dir
     try:     # the cache folder is the builder's too: --clean deletes it whole
         check_cache_dir(args.cache_dir, ROOT)
     except CacheRefused as e:
@@ -189,9 +189,9 @@ def main(argv=None):
     if args.command == "check" and args.page:
         return check_pages_command(args)
     if args.command == "serve":
-        from site_builder.serve import serve
+        from site_builder.serve.server import serve
         return serve(ROOT, args.out, args.host, args.port, cache_dir=args.cache_dir)
-    from site_builder import fingerprint
+    from site_builder.gather import fingerprint
     use_cache = not args.no_cache and not args.retrain
     if use_cache:
         previous = fingerprint.up_to_date(args.cache_dir, args.out, ROOT,

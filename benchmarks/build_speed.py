@@ -17,7 +17,7 @@ What it measures. Every case times the whole command, interpreter start included
                   once on the same cache): the time from writing the file until the server
                   answers a request for block.html with the new sentence in it (polled
                   every 10 ms). That is what a maintainer previewing an edit waits for. serve
-                  brings the search index up to date just after (see site_builder/serve.py).
+                  brings the search index up to date just after (see site_builder/serve/server.py).
   model edit      one comment line appended to model/ops.py (different every run). The
                   training run is cached on the syntax tree of model/*.py, so a comment does
                   not retrain it; the examples are cached on file bytes, so the examples that
@@ -33,7 +33,7 @@ What it measures. Every case times the whole command, interpreter start included
                   Sphinx also does (read the code, render pages), so it is the case compared
                   with Sphinx's cold autodoc build. Goal: <= 1.0x.
   examples        all the examples and both training runs, with nothing cached, through the
-                  builder's own runner (site_builder.example_runner.run_examples, one worker per
+                  builder's own runner (site_builder.run.example_runner.run_examples, one worker per
                   core, as the build runs them) in a child process: its wall time against its
                   CPU time (its own and its children's, from getrusage) divided by the cores.
                   Parallel efficiency = CPU / cores / wall. Goal: >= 90 %.
@@ -88,9 +88,9 @@ EXAMPLES_SCRIPT = """
 import json, os, resource, sys, time
 from pathlib import Path
 from site_builder.build import example_requests, training_step
-from site_builder.cache import BuildCache
-from site_builder.content import load_content
-from site_builder.example_runner import ExampleStore, run_examples
+from site_builder.base.cache import BuildCache
+from site_builder.gather.content import load_content
+from site_builder.run.example_runner import ExampleStore, run_examples
 root, problems = Path.cwd(), []
 content = load_content(root, problems)
 requests = example_requests(root, content)

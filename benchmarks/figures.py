@@ -1,4 +1,4 @@
-"""Size and build time of one figure: site_builder.plots against matplotlib (and, with
+"""Size and build time of one figure: site_builder.render.plots against matplotlib (and, with
 --before FILE, against an older copy of plots.py). Not run by the build or the tests.
 
   python3 benchmarks/figures.py [--before /path/to/old/plots.py] [--repeat 50]
@@ -93,13 +93,13 @@ def main():
     ap.add_argument("--repeat", type=int, default=50)
     args = ap.parse_args()
     d = data()
-    from site_builder import plots
-    rows = [("site_builder.plots (now)", measure(ours(plots, d), args.repeat))]
+    from site_builder.render import plots
+    rows = [("site_builder.render.plots (now)", measure(ours(plots, d), args.repeat))]
     if args.before:
         spec = importlib.util.spec_from_file_location("plots_before", args.before)
         before = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(before)
-        rows.insert(0, ("site_builder.plots (before)", measure(ours(before, d), args.repeat)))
+        rows.insert(0, ("site_builder.render.plots (before)", measure(ours(before, d), args.repeat)))
     try:
         t = time.perf_counter()
         import matplotlib  # noqa: F401

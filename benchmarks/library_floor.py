@@ -56,7 +56,8 @@ ROOT = build_speed.ROOT
 # Run in the copy: the builder-overhead build, recording what the libraries are given.
 RECORD_SCRIPT = """
 import pickle, sys
-from site_builder import fontsubset, mathrender, render
+from site_builder.publish import fontsubset
+from site_builder.render import mathrender, html as render
 calls = dict(tex=[], font=[], highlight=[])
 def recording(module, name, kind):
     real = getattr(module, name)
@@ -93,20 +94,20 @@ if case == "Pygments":
     work = lambda: [highlight("\\n".join(lines), PythonLexer(stripnl=False, ensurenl=False), HtmlFormatter(nowrap=True))
                     for lines in inputs["highlight"]]
 elif case == "KaTeX":
-    from site_builder import mathrender
+    from site_builder.render import mathrender
     work = lambda: [mathrender._render(*call) for call in inputs["tex"]]
 elif case == "fontTools":
-    from site_builder import fontsubset
+    from site_builder.publish import fontsubset
     import fontTools.subset, fontTools.ttLib
     work = lambda: [fontsubset.subset_font(*call) for call in inputs["font"]]
 elif case == "syntax trees":
     import ast
-    from site_builder.source_index import read_source, source_files
+    from site_builder.gather.source_index import read_source, source_files
     texts = [read_source(".", rel) for package in ("model", "tests") for rel in source_files(".", package)]
     work = lambda: [ast.parse(text) for text in texts]
 elif case == "Pagefind":
     import tempfile
-    from site_builder.search import index_site
+    from site_builder.publish.search import index_site
     work = lambda: index_site(sys.argv[3], tempfile.mkdtemp() + "/pagefind")
 start = cpu()
 work()

@@ -1,15 +1,13 @@
-"""The documentation-site builder: stages in data-flow order.
+"""The documentation-site builder, in stages that import only the stages before them.
 
-  content        load and validate content/ (every error names file and line)
-  source_index   the AST of model/ and tests/: functions, calls, caches, gradient writes
-  resolve        snippets to file:line
-  trace, shapes, params, examples   run the real code for numbers and shapes
-  call_map       the landing page's map: the calls one traced training step made
-  mathrender     TeX to HTML with the vendored KaTeX
-  render         one Jinja2 environment: pages, source pages
-  links          validate every internal href and #fragment
-  write          to a temporary folder, then swap into place
-  build          the orchestration that gathers everything before writing anything
+  base      problems, the build cache, workers and the parallel runner, the untouchable folders
+  gather    read content/, the documented package's and its tests' syntax trees, resolve snippets
+  run       run the real code: shape probes, parameter tables, examples, training runs, call map
+  render    each page's view model, TeX to MathML, figures, one Jinja2 environment, link check
+  publish   write the site atomically, the vendored assets and math font, the search bundle
+  build     (a module) the orchestration: gather everything, run, render, check, then publish
+  scaffold  (a module) `new-concept`: a draft concept for a function, from gather and run
+  serve     the local server: rebuild on change, the playground's /__play
 """
 
 # The command every message names, as README.md gives it (python3: `python` is Python 2, or

@@ -15,7 +15,7 @@ Within one process (serve) also the source index, the Jinja2 environment, the li
 the corpus vocabulary. A cold build trains the runs in workers beside the examples that do
 not read them.
 
-What runs beside what (with 2+ jobs; site_builder/parallel.py forks the children): the
+What runs beside what (with 2+ jobs; site_builder/base/parallel.py forks the children): the
 model's source files are highlighted in a child while the content and the index are read,
 and the test files the source pages will likely show in a low-priority child that takes the
 core this process leaves idle meanwhile (highlight_beside);
@@ -44,19 +44,21 @@ from pathlib import Path
 
 import jinja2
 
-from site_builder import COMMAND, fingerprint, training_run
-from site_builder.cache import BuildCache, digest
-from site_builder.content import load_content, concepts
-from site_builder.fontsubset import MathFontSubsets, page_math, remember_pages
-from site_builder.assets import (bundle_path, insert_scripts, minify, page_scripts, prune_token_rules,
+from site_builder import COMMAND
+from site_builder.gather import fingerprint
+from site_builder.run import training_run
+from site_builder.base.cache import BuildCache, digest
+from site_builder.gather.content import load_content, concepts
+from site_builder.publish.fontsubset import MathFontSubsets, page_math, remember_pages
+from site_builder.publish.assets import (bundle_path, insert_scripts, minify, page_scripts, prune_token_rules,
                                  script_bundles, used_token_classes)
-from site_builder import links
-from site_builder.links import check_links
-from site_builder.pages import PageBuilder
-from site_builder.problems import Problem, BuildFailed, did_you_mean
-from site_builder.render import Renderer, make_environment, pygments_css, source_rows, source_url
-from site_builder.source_index import build_index, SourceError
-from site_builder.write import write_site, output_lock
+from site_builder.render import links
+from site_builder.render.links import check_links
+from site_builder.render.pages import PageBuilder
+from site_builder.base.problems import Problem, BuildFailed, did_you_mean
+from site_builder.render.html import Renderer, make_environment, pygments_css, source_rows, source_url
+from site_builder.gather.source_index import build_index, SourceError
+from site_builder.publish.write import write_site, output_lock
 
 SHIPPED_STATIC = ("site.css",)
 SHIPPED_FONTS = ("vendor/latinmodern-math/",)
@@ -116,7 +118,7 @@ def shipped_static(root: Path):
 
 def static_files(root: Path, token_classes: set, bundles=()):
     """The shipped static files, minified; pygments.css only for the token classes in use; the
-    scripts as the bundles the pages load (site_builder/assets.py)."""
+    scripts as the bundles the pages load (site_builder/publish/assets.py)."""
     files = {}
     for rel, p in shipped_static(root):
         files[rel] = minify(rel, p.read_bytes())
@@ -135,9 +137,9 @@ def _train_and_hand_back(run):
 
 
 def training_readers(root: Path, refs) -> set:
-    """The examples among refs whose modules import site_builder/training_run.py."""
-    from site_builder.examples import dependency_files
-    run_file = root / "site_builder" / "training_run.py"
+    """The examples among refs whose modules import site_builder/run/training_run.py."""
+    from site_builder.run.examples import dependency_files
+    run_file = root / "site_builder" / "run" / "training_run.py"
     modules = {ref.partition(":")[0] for ref in refs}
     readers = {m for m in modules if run_file in dependency_files(root, root / "content" / "examples" / f"{m}.py")}
     return {r for r in refs if r.partition(":")[0] in readers}
@@ -146,7 +148,7 @@ def training_readers(root: Path, refs) -> set:
 def training_step(root: Path, refs):
     """The training runs as a SharedStep of the examples that read them: each trains in a
     child beside the examples that do not read them, and is handed back to this process."""
-    from site_builder.example_runner import SharedStep
+    from site_builder.run.example_runner import SharedStep
     return SharedStep(runs={"language model": functools.partial(_train_and_hand_back, functools.partial(training_run.trained_run, root)),
                             "reversal": functools.partial(_train_and_hand_back, functools.partial(training_run.reversal_run, root))},
                       needed_by=functools.partial(training_readers, root, refs), adopt=training_run.adopt)
@@ -155,8 +157,8 @@ def training_step(root: Path, refs):
 def example_requests(root, content, slugs=None):
     """Every example the pages run (or the pages `slugs` run), as Requests. An example whose
     choices name a parameter its function does not take runs nothing: the page says so once."""
-    from site_builder.example_runner import Request, DEFAULT_TIMEOUT
-    from site_builder.playground import call_ref, combinations, parameters_missing
+    from site_builder.run.example_runner import Request, DEFAULT_TIMEOUT
+    from site_builder.gather.playground import call_ref, combinations, parameters_missing
     shown = [Request(call_ref(e["run"], combo), page.file, e.line_of("run"), float(e.get("timeout") or DEFAULT_TIMEOUT))
              for slug, page in content.pages.items() if slugs is None or slug in slugs
              for c in concepts(page) for e in c.get("examples") or []
@@ -173,8 +175,8 @@ def value_requests(content, slugs=None):
     """The examples whose data a page's prose computes values from ({{module:function.key}}),
     one Request each, at the first line that asks. Found in the page's text, so the page's
     key (its file and the keys of these results) sees them."""
-    from site_builder.example_runner import Request
-    from site_builder.prose import VALUE_RE
+    from site_builder.run.example_runner import Request
+    from site_builder.gather.prose import VALUE_RE
     out = {}
     for slug, page in content.pages.items():
         if slugs is not None and slug not in slugs:
@@ -231,18 +233,18 @@ def reused_index(root: Path):
 
 
 def cached_shapes(root: Path, cfg, store):
-    """The probe runs (site_builder/shapes.py), in a child with their inputs recorded and
+    """The probe runs (site_builder/run/shapes.py), in a child with their inputs recorded and
     cached like an example's: the model, the builder's code, and the packages they load (a
     probe of model.generate imports model.train, and so tqdm). A run in which a probe failed
     is not cached; if the child itself fails, the probes run here."""
-    from site_builder.example_runner import recorded
-    from site_builder.shapes import infer_shapes
+    from site_builder.run.example_runner import recorded
+    from site_builder.run.shapes import infer_shapes
 
     def probe():
         table = infer_shapes(vocab_size=cfg.vocab_size)
         return table, not table.failures
     shapes = recorded(root, store, f"shape probes at vocab_size={cfg.vocab_size}", probe,
-                      root / "site_builder" / "shapes.py")
+                      root / "site_builder" / "run" / "shapes.py")
     return shapes if shapes is not None else infer_shapes(vocab_size=cfg.vocab_size)
 
 
@@ -256,8 +258,8 @@ def with_declared_shapes(root: Path, cfg, store, shapes, content):
     """The probe shapes plus those of the probes concepts declare (for functions no probe
     entry point reaches), run in a child and cached on the declarations like the probes.
     The probe entry points win where both reach a function."""
-    from site_builder.example_runner import recorded
-    from site_builder.shapes import ShapeTable, infer_declared
+    from site_builder.run.example_runner import recorded
+    from site_builder.run.shapes import ShapeTable, infer_declared
     declared = declared_probes(content)
     if not declared:
         return shapes
@@ -266,7 +268,7 @@ def with_declared_shapes(root: Path, cfg, store, shapes, content):
     def run():
         return infer_declared(declared, cfg.vocab_size), True
     found = recorded(root, store, f"declared shape probes {key} at vocab_size={cfg.vocab_size}", run,
-                     root / "site_builder" / "shapes.py")
+                     root / "site_builder" / "run" / "shapes.py")
     table, errors = found if found is not None else infer_declared(declared, cfg.vocab_size)
     merged = ShapeTable(shapes, failures=shapes.failures)
     for qualname, infos in table.items():
@@ -284,7 +286,9 @@ class Memos:
     def __init__(self, cache):
         import pygments
         import yaml
-        from site_builder import content, mathrender, examples
+        from site_builder.gather import content
+        from site_builder.render import mathrender
+        from site_builder.run import examples
         self.cache, self.content = cache, content
         # name -> (the module dict it fills, what its entries depend on besides their key)
         self.memos = dict(math=(mathrender.MEMO, mathrender.KATEX_VERSION_KEY()),
@@ -292,7 +296,7 @@ class Memos:
                           yaml=(content.YAML_MEMO, (yaml.__version__, Path(content.__file__).read_bytes())))
         self.keys = {name: digest(name, depends) for name, (_, depends) in self.memos.items()}
         self.keys["code"] = digest("pygments", pygments.__version__)
-        from site_builder.render import CODE_MEMO
+        from site_builder.render.html import CODE_MEMO
         CODE_MEMO.update(cache.table("memo", self.keys["code"]) if cache else {})
         self.code = CODE_MEMO
         for name, (memo, _) in self.memos.items():
@@ -314,7 +318,9 @@ class Memos:
 def shared_memos(renderer):
     """The in-memory memos the pages fill, which a forked child sends back (KaTeX's output,
     highlighted files, import lists, parsed YAML and the YAML keys a build used)."""
-    from site_builder import content, mathrender, examples
+    from site_builder.gather import content
+    from site_builder.render import mathrender
+    from site_builder.run import examples
     return [renderer.code_memo, mathrender.MEMO, examples.IMPORTS_MEMO, content.YAML_MEMO, content.YAML_USED]
 
 
@@ -349,9 +355,9 @@ def highlight_beside(root: Path, memo: dict, jobs):
     needs as before. A wrong guess costs only that idle core, and the memo is keyed on a
     file's text, so a file read differently would only be highlighted again, never shown
     wrong."""
-    from site_builder import parallel
-    from site_builder.render import code_key, highlight_into
-    from site_builder.source_index import SourceError, _split_lines, read_source, source_files
+    from site_builder.base import parallel
+    from site_builder.render.html import code_key, highlight_into
+    from site_builder.gather.source_index import SourceError, _split_lines, read_source, source_files
 
     def unhighlighted(package, wanted=lambda text: True):
         todo = []
@@ -381,7 +387,7 @@ def merge_highlighted(started, memo, wait=True):
     """Take what a highlight_beside child highlighted into the memo (a child that failed,
     or with wait=False one still working, is stopped and leaves its files to whoever needs
     them)."""
-    from site_builder import parallel
+    from site_builder.base import parallel
     if not wait and not started.sending():
         started.stop()
         return
@@ -400,10 +406,10 @@ def _gather(root, problems, cache, jobs, retrain, input_digests, code_memo, high
         problems.append(Problem(e.file, e.line, e.message, "fix the syntax error"))
         return None
     cfg = default_config(root)
-    from site_builder.example_runner import ExampleStore
+    from site_builder.run.example_runner import ExampleStore
     store = ExampleStore(root, cache if cache is not None else BuildCache(None))
     shapes = with_declared_shapes(root, cfg, store, cached_shapes(root, cfg, store), content)
-    from site_builder.call_map import step_calls
+    from site_builder.run.call_map import step_calls
     step = step_calls(root, store)
     site_info = site_info_for(root, content, cfg)
     renderer = Renderer(root, index, problems, code_memo)
@@ -416,7 +422,7 @@ def _gather_pages(root, problems, cache, jobs, retrain, input_digests, content, 
                   renderer, highlighting, step):
     """gather, once the content, index, shapes and the traced step (the landing page's map)
     are there: the examples and the pages."""
-    from site_builder.example_runner import run_examples
+    from site_builder.run.example_runner import run_examples
     requests = example_requests(root, content)
     # --retrain: the runs train again, and every example that reads them runs again.
     retrained = training_readers(root, {r.ref for r in requests}) if retrain else set()
@@ -533,7 +539,7 @@ def render_all(root, content, index, renderer, model, site_info, cache=None, bac
     todo["references.json"] = (lambda: (json.dumps(refs, indent=1, sort_keys=True) + "\n").encode(), None,
                                8 * len(model.references))
     files.update(render_shares(todo, renderer, cache, background))
-    from site_builder.params import count_by_group
+    from site_builder.run.params import count_by_group
     cfg = site_info["config"]
     size = dict(config=f"ModelConfig({', '.join(f'{k}={v}' for k, v in cfg.to_dict().items())}), vocabulary from the shipped corpus.",
                 groups=list(count_by_group(cfg, quiet=True).items()))
@@ -561,10 +567,10 @@ def render_all(root, content, index, renderer, model, site_info, cache=None, bac
 def render_shares(todo, renderer, cache, background):
     """{path: bytes} of todo ({path: (render, cache key, cost)}), each stored in the cache
     under its key. With background=True the paths are shared out by cost and one share is
-    rendered in a forked child (site_builder/parallel.py) while this process renders the
+    rendered in a forked child (site_builder/base/parallel.py) while this process renders the
     other; the child sends back its bytes and the files it highlighted."""
-    from site_builder import parallel
-    from site_builder.pages import share_out
+    from site_builder.base import parallel
+    from site_builder.render.pages import share_out
     paths = list(todo)
     shares = share_out(paths, lambda p: todo[p][2], 2) if background and len(paths) > 1 else [paths]
     snapshot = parallel.memo_snapshot([renderer.code_memo])
@@ -572,7 +578,7 @@ def render_shares(todo, renderer, cache, background):
     def render_share(share):
         rendered = {p: todo[p][0]() for p in share}
         # What the link check and the font subset read of each page as it will be written
-        # (site_builder/links.py, fontsubset.py), found here: in a child, beside the other share
+        # (site_builder/render/links.py, fontsubset.py), found here: in a child, beside the other share
         final = {p: insert_scripts(data.decode(), "../" * p.count("/")).encode()
                  for p, data in rendered.items() if p.endswith(".html")}
         scans = ({p: links.scan_final(p, data) for p, data in final.items()},
@@ -602,7 +608,7 @@ def render_shares(todo, renderer, cache, background):
 
 def play_fragments(env, pages):
     """The combinations of every example with choices but the first (which its page shows),
-    each a script the page loads when the reader picks it (site_builder/playground.py)."""
+    each a script the page loads when the reader picks it (site_builder/gather/playground.py)."""
     files = {}
     for page in pages:
         for s in page["sections"]:
@@ -634,11 +640,11 @@ def strict_checks(index, model, problems):
 
 
 def search_index(folder: Path, problems: list, cache=None, bundle_dir: Path = None):
-    """Pagefind indexes the written pages (site_builder/search.py) into bundle_dir (by default
+    """Pagefind indexes the written pages (site_builder/publish/search.py) into bundle_dir (by default
     folder/pagefind). A missing binary is a warning (the site works, its search box does
     not); a failing one fails the build. The index is cached on the pages' bytes: unchanged
     pages are not indexed again."""
-    from site_builder.search import index_site, SearchUnavailable, SearchIndexError, BUNDLE, options_key
+    from site_builder.publish.search import index_site, SearchUnavailable, SearchIndexError, BUNDLE, options_key
     bundle_dir = bundle_dir or folder / BUNDLE
     pages = sorted(p for p in folder.rglob("*.html") if BUNDLE not in p.relative_to(folder).parts[:1])
     key = digest(options_key(), *[(p.relative_to(folder).as_posix(), p.read_bytes()) for p in pages])
@@ -654,15 +660,15 @@ def search_index(folder: Path, problems: list, cache=None, bundle_dir: Path = No
             cache.put("search", key, {p.relative_to(out).as_posix(): p.read_bytes()
                                       for p in sorted(out.rglob("*")) if p.is_file()})
     except SearchUnavailable as e:
-        problems.append(Problem("site_builder/search.py", 0, str(e), "install the 'site' extra", warning=True))
+        problems.append(Problem("site_builder/publish/search.py", 0, str(e), "install the 'site' extra", warning=True))
     except SearchIndexError as e:
-        raise BuildFailed([Problem("site_builder/search.py", 0, str(e), f"run `{COMMAND}` again")])
+        raise BuildFailed([Problem("site_builder/publish/search.py", 0, str(e), f"run `{COMMAND}` again")])
 
 
 def carry_search_bundle(out: Path, tmp: Path):
     """Give the new tree the current search bundle (hard links where the file system has
     them: no bytes copied)."""
-    from site_builder.search import BUNDLE
+    from site_builder.publish.search import BUNDLE
 
     def link_or_copy(src, dst):
         try:
@@ -675,7 +681,7 @@ def carry_search_bundle(out: Path, tmp: Path):
 def refresh_search(out: Path, cache=None):
     """Index the site in `out` again and swap the new bundle in (two renames). Until then the
     bundle carried over from the previous build keeps the search box working."""
-    from site_builder.search import BUNDLE
+    from site_builder.publish.search import BUNDLE
     problems, fresh = [], out.parent / f".{out.name}.search-{os.getpid()}"
     with output_lock(out):
         shutil.rmtree(fresh, ignore_errors=True)
@@ -701,7 +707,7 @@ def build(root: Path, out: Path, strict=False, cache_dir=None, use_cache=True, r
     (the slowest step of a one-page rebuild).
 
     The garbage collector is off in this process meanwhile (parallel.collector_paused)."""
-    from site_builder.parallel import collector_paused
+    from site_builder.base.parallel import collector_paused
     with collector_paused():
         return _build(root, out, strict, cache_dir, use_cache, retrain, jobs, defer_search)
 
@@ -765,7 +771,7 @@ def _check_and_write(root, out, strict, problems, files, origin, fonts, index, m
     failing = [p for p in problems if not p.warning and (strict or not p.strict)]
     if failing:
         raise BuildFailed(failing)
-    from site_builder.search import BUNDLE
+    from site_builder.publish.search import BUNDLE
     deferred = defer_search and (out / BUNDLE).is_dir()
     warnings = [p for p in problems if p.warning or (p.strict and not strict)]
     result = BuildResult(pages=len(model.pages) + 1, source_pages=sum(1 for f in files if f.startswith("source/")),
@@ -804,7 +810,7 @@ def _check_and_write(root, out, strict, problems, files, origin, fonts, index, m
 def stamp_inputs(root: Path, example_inputs):
     """What the stamp must check besides the input folders: the files examples read outside
     them ({relative: sha256 as read}), and every package this build or its examples loaded."""
-    from site_builder.inputs import loaded_packages
+    from site_builder.gather.inputs import loaded_packages
     extra, packages = {}, set(loaded_packages(root))
     for inputs in example_inputs:
         extra.update((rel, sha) for rel, sha in inputs.files if fingerprint.outside_input_dirs(rel))
@@ -849,7 +855,7 @@ def check_pages(root: Path, slugs, cache_dir=None, jobs=None):
     except SourceError as e:
         return [Problem(e.file, e.line, e.message, "fix the syntax error")], [], {}
     cfg = default_config(root)
-    from site_builder.example_runner import ExampleStore, run_examples
+    from site_builder.run.example_runner import ExampleStore, run_examples
     store = ExampleStore(root, cache)
     shapes = with_declared_shapes(root, cfg, store, cached_shapes(root, cfg, store), content)
     site_info = site_info_for(root, content, cfg)

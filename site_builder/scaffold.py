@@ -28,9 +28,9 @@ import re
 from pathlib import Path
 
 from site_builder import COMMAND
-from site_builder.content import concepts, load_content
-from site_builder.resolve import ResolveError, Resolved, asserts_nothing, checking_assertions, resolve_snippet
-from site_builder.source_index import build_index
+from site_builder.gather.content import concepts, load_content
+from site_builder.gather.resolve import ResolveError, Resolved, asserts_nothing, checking_assertions, resolve_snippet
+from site_builder.gather.source_index import build_index
 
 TODO = "TODO"
 
@@ -107,17 +107,17 @@ def _shapes_for(root: Path, qualname: str, params: list, index) -> tuple[dict, d
     points if one reaches the function, else from a declared probe with (T, d) inputs when
     every input is an array; else none (the example stub's run will check the shapes)."""
     from site_builder.build import cached_shapes, default_config
-    from site_builder.cache import BuildCache
-    from site_builder.example_runner import ExampleStore
-    from site_builder.shapes import infer_declared
+    from site_builder.base.cache import BuildCache
+    from site_builder.run.example_runner import ExampleStore
+    from site_builder.run.shapes import infer_declared
     cfg = default_config(root)
     # The build's own cached probe run: the check that follows reuses it.
     table = cached_shapes(root, cfg, ExampleStore(root, BuildCache(root / ".build_cache")))
     if table.get(qualname):
         return {k: v.symbolic for k, v in table[qualname].items()}, None
     import inspect
-    from site_builder.example_shapes import array_params
-    from site_builder.trace import resolve_qualname
+    from site_builder.run.example_shapes import array_params
+    from site_builder.run.trace import resolve_qualname
     f = index.function(qualname)
     if array_params(index.files[f.file][f.first_line - 1:f.end])[1]:
         return {}, None         # a parameter dict, a config, an rng: its example's run gives the shapes
@@ -134,8 +134,8 @@ def _symbol_rows(names, shapes) -> list:
     """One row per argument and local. A local named like an axis letter of the shapes (`T`
     of `(T, d)`: `T = X.shape[0]`) is not an array: its row is a scalar whose meaning asks
     the author to tie it to that axis, since the page then uses one letter for both."""
-    from site_builder.pages import tex_name
-    from site_builder.shapes import parse_shape
+    from site_builder.render.pages import tex_name
+    from site_builder.gather.shape_syntax import parse_shape
     axes = {axis for shape in shapes.values() for axis in parse_shape(shape)}
     rows = []
     for name in names:
@@ -275,12 +275,12 @@ def new_concept(root: Path, qualname: str, page: str, after: str | None = None) 
     new_text = before + ("" if before.endswith("\n\n") else "\n") + section + text[at:]
     if not module_text:
         module_text = (f'"""Examples for the {target.meta.get("title", page)} page."""\nimport numpy as np\n\n'
-                       "from site_builder.examples import ExampleResult, steps_table\n"
-                       "from site_builder.trace import trace_locals\n")
+                       "from site_builder.run.examples import ExampleResult, steps_table\n"
+                       "from site_builder.run.trace import trace_locals\n")
     header = ""
     for needed, line in (("import numpy as np", "import numpy as np"),
-                         ("steps_table", "from site_builder.examples import ExampleResult, steps_table"),
-                         ("trace_locals", "from site_builder.trace import trace_locals")):
+                         ("steps_table", "from site_builder.run.examples import ExampleResult, steps_table"),
+                         ("trace_locals", "from site_builder.run.trace import trace_locals")):
         if needed not in module_text:
             header += line + "  # noqa: E402\n"
     page_path.write_text(new_text, encoding="utf-8")

@@ -45,8 +45,8 @@ def built_site(tmp_path_factory):
 @pytest.fixture(scope="session")
 def play_server(built_site):
     """`serve`'s HTTP server on the session's build, with its playground (/__play), on 127.0.0.1."""
-    from site_builder.play_server import PlayPool
-    from site_builder.serve import make_server
+    from site_builder.serve.play import PlayPool
+    from site_builder.serve.server import make_server
     server = make_server(built_site, host="127.0.0.1", port=0)
     server.play = PlayPool(ROOT, ROOT / ".build_cache")
     server.start()
@@ -131,7 +131,7 @@ def assert_anchored_sections(html, concepts, with_shapes):
 
 @pytest.fixture
 def quick_settle(monkeypatch):
-    """serve collects garbage after every build (site_builder/serve.py settle_memory): in serve
+    """serve collects garbage after every build (site_builder/serve/server.py settle_memory): in serve
     that walks a small heap, in the test process it walks every earlier test's objects (6-8 s a
     build late in the suite, against 0.4 s alone). Tests of the rebuild logic skip it."""
-    monkeypatch.setattr("site_builder.serve.settle_memory", lambda: None)
+    monkeypatch.setattr("site_builder.serve.server.settle_memory", lambda: None)

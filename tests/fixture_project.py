@@ -16,7 +16,7 @@ examples are cheap, and a prefix of the corpus:
               tests/fixtures.py): an example that needs a package only the tests install
 - positions   the sinusoidal positions of the encoder-decoder (imports model.train_seq2seq)
 
-None of them reads the training runs of site_builder/training_run.py (those train a model),
+None of them reads the training runs of site_builder/run/training_run.py (those train a model),
 and their examples take 0.5 s in all (the gradcheck page's alone take 1.6 s).
 `data/shakespeare.txt` is cut to its first CORPUS_BYTES at a line end: model/data.py's
 DEFAULT_CORPUS resolves relative to model/, so the copy reads the copy's corpus.
@@ -52,7 +52,7 @@ GIT_ENV = dict(GIT_AUTHOR_NAME="fixture", GIT_AUTHOR_EMAIL="fixture@example.inva
                GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull)
 FIXTURE_MODULE = '''"""Examples of the fixture project only (tests/fixture_project.py)."""
 from model.data import DEFAULT_CORPUS, load_corpus
-from site_builder.examples import ExampleResult, table
+from site_builder.run.examples import ExampleResult, table
 
 
 def corpus_characters():
@@ -184,7 +184,7 @@ def seed_build_cache(dest: Path, source: Path = ROOT / ".build_cache") -> Path:
     `dest`/.build_cache, which must not exist yet. A real copy, not links: the copy's builds
     write to it. An entry that depended on where it was made would show as an incremental
     build that differs from a --no-cache one (tests/test_differential.py)."""
-    from site_builder.cache import CACHE_MARKER
+    from site_builder.base.cache import CACHE_MARKER
     cache = Path(dest) / ".build_cache"
     cache.mkdir()
     for name in (CACHE_MARKER,) + PORTABLE_CACHE_KINDS:

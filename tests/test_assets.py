@@ -1,4 +1,4 @@
-"""site_builder.assets: each page loads the scripts of the features it has, as one bundle;
+"""site_builder.publish.assets: each page loads the scripts of the features it has, as one bundle;
 the shipped CSS and JS are minified copies of static/; and pygments.css keeps the token
 classes in use."""
 import re
@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from site_builder.assets import (SCRIPTS, bundle_path, insert_scripts, minify, page_scripts,
+from site_builder.publish.assets import (SCRIPTS, bundle_path, insert_scripts, minify, page_scripts,
                                  prune_token_rules, script_bundles)
 from tests.conftest import ROOT
 

@@ -4,13 +4,13 @@ from pathlib import Path
 
 import pytest
 
-from site_builder.content import tex_traps
-from site_builder.mathrender import render_tex, space_operators
-from site_builder.pages import spoken_list, tex_name
-from site_builder.render import cite_authors
-from site_builder.resolve import ResolveError, resolve_snippet
-from site_builder.source_index import build_index
-from site_builder.symbols import wrap_symbols
+from site_builder.gather.content import tex_traps
+from site_builder.render.mathrender import render_tex, space_operators
+from site_builder.render.pages import spoken_list, tex_name
+from site_builder.render.html import cite_authors
+from site_builder.gather.resolve import ResolveError, resolve_snippet
+from site_builder.gather.source_index import build_index
+from site_builder.render.symbols import wrap_symbols
 from tests.conftest import mini_repo
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -227,8 +227,8 @@ Intro.
 """
 TRACED_EXAMPLE = '''import numpy as np
 from model.data import train_val_split
-from site_builder.examples import ExampleResult, steps_table
-from site_builder.trace import trace_locals
+from site_builder.run.examples import ExampleResult, steps_table
+from site_builder.run.trace import trace_locals
 
 
 def split():
@@ -295,7 +295,7 @@ Intro.
 """
 BATCH_EXAMPLE = """import numpy as np
 from model.data import get_batch
-from site_builder.examples import ExampleResult, table
+from site_builder.run.examples import ExampleResult, table
 
 
 def batch():
@@ -356,7 +356,7 @@ def test_a_declared_shape_only_an_example_reaches_is_checked_axis_by_axis(tmp_pa
 
 
 def test_symbol_codes_are_read_from_the_recorded_shapes():
-    from site_builder.example_shapes import Unknown, array_params, declared_shapes, evaluate, names_own
+    from site_builder.run.example_shapes import Unknown, array_params, declared_shapes, evaluate, names_own
     names = {"X": ("a", (2, 5, 8)), "p": ("s", "b0."), 'params["b0.wq"]': ("a", (8, 8)), "t": ("i", 3),
              "return[0]": ("a", (5,)), "loss": ("a", ())}
     calls = {"model.data.get_batch": {"starts": ("a", (4,))}}
@@ -379,7 +379,7 @@ def test_symbol_codes_are_read_from_the_recorded_shapes():
     assert not names_own("not named in the code", {"X"}) and names_own("S (inside mha_forward)", set())
     assert array_params(["def f(params, X: np.ndarray, n: int, cfg, eps=1e-5):", "    pass"]) == (["X"], ["params", "n", "cfg"])
     # model sizes come from the first config that has them, not from an optimizer held before it
-    from site_builder.example_shapes import config_sizes
+    from site_builder.run.example_shapes import config_sizes
     held = {"opt": ("c", "AdamW"), "opt.t": ("i", 3), "cfg": ("c", "ModelConfig"), "cfg.emb_dim": ("i", 8),
             "cfg.seq_len": ("i", 5)}
     assert config_sizes(held, {}) == {"d": (8, "cfg.emb_dim")}            # T is a length: not from the config
@@ -445,7 +445,7 @@ def test_new_concept_writes_a_local_named_like_an_axis_as_that_axis_not_a_second
     ("(T, d))", "the ')' at character 7 closes no '('", "remove it, or add the '(' it closes"),
 ])
 def test_a_malformed_symbol_shape_is_one_problem_at_its_line_with_the_fix(tmp_path, shape, what, fix):
-    from site_builder.content import load_content
+    from site_builder.gather.content import load_content
     page = PAGE.replace("shape: '(T, d)'}", f"shape: '{shape}'}}")
     root = mini_repo(tmp_path, SITE, page, {})
     problems = []
@@ -456,7 +456,7 @@ def test_a_malformed_symbol_shape_is_one_problem_at_its_line_with_the_fix(tmp_pa
 
 
 def test_well_formed_shapes_and_words_around_them_pass():
-    from site_builder.shapes import malformed_shape
+    from site_builder.gather.shape_syntax import malformed_shape
     for shape in ["(d,)", "()", "(T, d)", "(d)", "(S, ceil(d/2)) for all of them", "(F, d) and (d,)",
                   "(T, d), (S, d), (S, d)", "ceil(d/2) entries", "same as θ", "(B,) for all of them"]:
         assert malformed_shape(shape) is None, shape

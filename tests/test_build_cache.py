@@ -5,8 +5,8 @@ different parts of the model."""
 import pytest
 
 from site_builder.build import build
-from site_builder.cache import BuildCache
-from site_builder.examples import dependency_files
+from site_builder.base.cache import BuildCache
+from site_builder.run.examples import dependency_files
 from tests.conftest import ROOT, mini_repo
 from tests.test_build_errors import SITE, PAGE as ERRORS_PAGE
 
@@ -19,7 +19,7 @@ Body.
 """
 GRAD = """import numpy as np
 from model.gradcheck import rel_error
-from site_builder.examples import ExampleResult, table
+from site_builder.run.examples import ExampleResult, table
 
 
 def compare():
@@ -30,7 +30,7 @@ def compare_twice():
     return ExampleResult([table(["error"], [[2 * rel_error(np.ones(3), np.arange(3.0))]])], "hand-picked")
 """
 SCHED = """from model.optim import noam_lr
-from site_builder.examples import ExampleResult, table
+from site_builder.run.examples import ExampleResult, table
 
 
 def schedule():
@@ -112,7 +112,7 @@ def test_retrain_trains_each_run_once_per_build(tmp_path, monkeypatch):
     that get the one just trained (it used to retrain for every example)."""
     from types import SimpleNamespace
     from model import train_seq2seq
-    from site_builder import training_run
+    from site_builder.run import training_run
     trained = []
     monkeypatch.setattr(training_run, "run_training", lambda root, cfg: trained.append("lm") or SimpleNamespace())
     real = train_seq2seq.train
@@ -128,8 +128,8 @@ def test_retrain_trains_each_run_once_per_build(tmp_path, monkeypatch):
         assert trained == expected
 
 
-RUN_READER = """from site_builder import training_run
-from site_builder.examples import ExampleResult, table
+RUN_READER = """from site_builder.run import training_run
+from site_builder.run.examples import ExampleResult, table
 
 
 def reader():
@@ -141,7 +141,7 @@ def test_retrain_trains_again_and_reruns_exactly_the_examples_that_read_the_runs
     """--retrain with a warm cache: the runs train again, the examples reading them run again,
     the others stay cached (it used to do nothing once pages and examples were cached)."""
     from types import SimpleNamespace
-    from site_builder import training_run
+    from site_builder.run import training_run
     log = tmp_path / "trained.log"        # the runs train in child processes: they log to a file
 
     def train(what):

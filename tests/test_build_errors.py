@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from site_builder.build import build
-from site_builder.problems import BuildFailed
+from site_builder.base.problems import BuildFailed
 from tests.conftest import ROOT, mini_repo
 
 SITE = """title: Mini
@@ -41,7 +41,7 @@ The body, with a [link](mini.html#mini).
 """
 EXAMPLE = """import numpy as np
 from model.gradcheck import rel_error
-from site_builder.examples import ExampleResult, table
+from site_builder.run.examples import ExampleResult, table
 
 
 def compare():

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from site_builder.render import pygments_css, code_backgrounds, contrast
+from site_builder.render.html import pygments_css, code_backgrounds, contrast
 from tests.conftest import ROOT
 
 CSS = (ROOT / "static" / "site.css").read_text(encoding="utf-8")

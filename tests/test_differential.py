@@ -9,7 +9,7 @@ every step the incremental build (`python3 build_site.py --out site` in the proj
 - the same exit status;
 - on success, the same set of files and the same bytes in every file, the Pagefind bundle
   included (two builds of the same pages give byte-identical bundles, see
-  site_builder/search.py; a difference confined to pagefind/ is labelled as such);
+  site_builder/publish/search.py; a difference confined to pagefind/ is labelled as such);
 - on failure, the same set of problem lines on stderr (less the closing "build failed: ...
   the last good site in X is untouched" line, which names the output folder).
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from site_builder.build import build
-from site_builder.problems import BuildFailed
+from site_builder.base.problems import BuildFailed
 from tests.conftest import mini_repo
 from tests.fixture_project import make_fixture_project
 from tests.test_build_errors import EXAMPLE, PAGE, SITE
@@ -97,8 +97,8 @@ def test_a_diverging_training_run_is_one_problem_line(project):
     untouched; try a lower --lr`: a temporary path that no longer exists, and an option
     build_site.py does not take."""
     (project / "content/examples/runreader.py").write_text(
-        "from site_builder import training_run\n"
-        "from site_builder.examples import ExampleResult, table\n\n\n"
+        "from site_builder.run import training_run\n"
+        "from site_builder.run.examples import ExampleResult, table\n\n\n"
         "def final_loss():\n"
         "    run = training_run.trained_run()\n"
         "    return ExampleResult([table(['loss'], [[run.metrics[-1]['train_loss']]])], 'the run')\n")
@@ -122,7 +122,7 @@ def test_the_diverged_message_names_the_step_and_the_setting(tmp_path):
     """The same, one level down and on the real corpus: training_run's own message."""
     from model.config import TrainConfig
     from model.train import TrainingDiverged
-    from site_builder import training_run
+    from site_builder.run import training_run
     from tests.conftest import ROOT
     with pytest.raises(TrainingDiverged) as e:
         training_run.run_training(ROOT, TrainConfig(steps=50, lr=1e6))

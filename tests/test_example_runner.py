@@ -9,14 +9,14 @@ import time
 import pytest
 
 from site_builder.build import build
-from site_builder.problems import BuildFailed
+from site_builder.base.problems import BuildFailed
 from tests.conftest import mini_repo
 from tests.test_build_errors import SITE, PAGE
 
 BAD = """import os
 import sys
 import numpy as np
-from site_builder.examples import ExampleResult, table
+from site_builder.run.examples import ExampleResult, table
 
 
 def good():

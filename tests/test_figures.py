@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
-from site_builder import plots
-from site_builder.diagrams import dataflow, render
-from site_builder.source_index import build_index
+from site_builder.render import plots
+from site_builder.render.diagrams import dataflow, render
+from site_builder.gather.source_index import build_index
 from tests.conftest import ROOT
 
 SEQ2SEQ_EXPAND = ["model.seq2seq.encode_forward", "model.seq2seq.encoder_forward", "model.seq2seq.encoder_layer_forward",
@@ -123,7 +123,7 @@ def test_diagrams_are_on_their_pages_and_link_every_box(site_page):
 
 def test_figure_colours_pass_aa_for_graphics_in_both_themes():
     """WCAG 2.1 AA, 1.4.11: lines, cells at full strength and the mask swatch 3:1 on the page."""
-    from site_builder.render import contrast
+    from site_builder.render.html import contrast
     from tests.test_contrast import THEMES
     for theme, colours in THEMES.items():
         for var in ("--s0", "--s1", "--s2", "--s3", "--s4", "--s5", "--heat-pos", "--heat-neg", "--heat-mask"):
@@ -139,7 +139,7 @@ def test_log_axes_are_labelled_in_decades():
 
 def test_a_diagram_naming_a_missing_function_is_one_clear_problem(tmp_path):
     from site_builder.build import build
-    from site_builder.problems import BuildFailed
+    from site_builder.base.problems import BuildFailed
     from tests.conftest import mini_repo
     from tests.test_build_errors import SITE, PAGE, EXAMPLE
     page = PAGE.replace("    function: model.gradcheck.rel_error\n",
@@ -171,7 +171,7 @@ def test_a_line_plot_is_drawn_for_a_wide_screen_and_for_a_phone():
 def test_a_loop_header_with_in_takes_two_lines():
     """The header of a loop frame sits right of its column's boxes; two shorter lines keep the
     encoder-decoder's two columns inside the page's column at desktop width."""
-    from site_builder.diagrams import _header_lines
+    from site_builder.render.diagrams import _header_lines
     assert _header_lines("for l in range(cfg.num_enc_layers)") == ["for l in", "range(cfg.num_enc_layers)"]
     assert _header_lines("while step < steps") == ["while step < steps"]
 
@@ -179,7 +179,7 @@ def test_a_loop_header_with_in_takes_two_lines():
 def test_the_legend_names_only_what_the_diagram_draws(site_page):
     """block_forward has no loop, so its legend says nothing of dashed frames; forward loops
     over the blocks, so its legend explains the frame it draws."""
-    from site_builder.diagrams import legend
+    from site_builder.render.diagrams import legend
     index = build_index(ROOT, packages=("model",))
     block = legend(dataflow(index, "model.transformer.block_forward"))
     assert "dashed" not in block and "circle with + is an add" in block and "column" not in block

@@ -1,11 +1,12 @@
 """The shipped math font is the vendored one cut down to what the pages draw
-(site_builder/fontsubset.py): every character of the built pages' math is in it, its MATH
+(site_builder/publish/fontsubset.py): every character of the built pages' math is in it, its MATH
 table is kept, and the same input gives the same bytes."""
 import io
 
 import pytest
 
-from site_builder import fontsubset, mathrender
+from site_builder.publish import fontsubset
+from site_builder.render import mathrender
 from tests.conftest import ROOT
 
 fontTools = pytest.importorskip("fontTools")

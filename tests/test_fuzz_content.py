@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
-from site_builder.content import load_content
-from site_builder.pages import PageBuilder
-from site_builder.render import Renderer
+from site_builder.gather.content import load_content
+from site_builder.render.pages import PageBuilder
+from site_builder.render.html import Renderer
 from tests.conftest import ROOT
 
 PROBLEM = re.compile(r"^content/[\w./-]+:\d+: \S.*$")
@@ -54,12 +54,12 @@ class Shared(dict):
 def shared(tmp_path_factory):
     """A content copy to mutate, and what every page build shares (index, shapes)."""
     from site_builder.build import default_config
-    from site_builder.shapes import infer_shapes
-    from site_builder.source_index import build_index
+    from site_builder.run.shapes import infer_shapes
+    from site_builder.gather.source_index import build_index
     root = tmp_path_factory.mktemp("fuzz")
     shutil.copytree(ROOT / "content", root / "content")
     cfg = default_config(ROOT)
-    from site_builder.cache import BuildCache
+    from site_builder.base.cache import BuildCache
     return Shared(root=root, index=build_index(ROOT), cache=BuildCache(ROOT / ".build_cache"), shapes=infer_shapes(vocab_size=cfg.vocab_size),
                 site=dict(repo_url="https://example.invalid", branch="main", commit=None, uncommitted=frozenset(), config=cfg))
 

@@ -8,12 +8,12 @@ import sys
 import pytest
 
 from site_builder.build import build
-from site_builder.problems import BuildFailed
+from site_builder.base.problems import BuildFailed
 from tests.conftest import ROOT, mini_repo
 from tests.test_build_errors import SITE, PAGE
 
 READER = """from pathlib import Path
-from site_builder.examples import ExampleResult, table
+from site_builder.run.examples import ExampleResult, table
 
 WORDS = Path(__file__).resolve().parent.parent.parent / "data" / "words.txt"
 
@@ -85,7 +85,7 @@ def test_a_file_added_to_a_folder_an_example_lists_reruns_it(words, tmp_path):
 
 
 FLAKY = """import os
-from site_builder.examples import ExampleResult, table
+from site_builder.run.examples import ExampleResult, table
 
 
 def compare():
@@ -121,7 +121,7 @@ def test_a_tex_error_on_two_pages_is_reported_on_both_every_time(tmp_path):
 
 
 BROKEN_IMPORT = """import not_installed_xyz
-from site_builder.examples import ExampleResult
+from site_builder.run.examples import ExampleResult
 
 
 def one():
@@ -147,7 +147,7 @@ def test_no_example_needs_the_test_extra():
     """The README's build command installs the site extra only: no example may import a
     test module (they import pytest); shared hand-picked inputs live in tests/fixtures.py."""
     from tests.conftest import ROOT
-    from site_builder.examples import dependency_files
+    from site_builder.run.examples import dependency_files
     for module in sorted((ROOT / "content" / "examples").glob("*.py")):
         for f in dependency_files(ROOT, module):
             text = f.read_text()
@@ -191,7 +191,7 @@ def test_a_build_made_like_serve_keeps_the_stamp_true(tmp_path):
     assert status == 0 and "up to date" not in text and files(root / "site") == good
 
 
-PACKAGE_READER = """from site_builder.examples import ExampleResult, table
+PACKAGE_READER = """from site_builder.run.examples import ExampleResult, table
 import fakepkg_for_test
 
 
@@ -218,7 +218,7 @@ def test_an_edit_inside_an_installed_package_reruns_the_examples_that_load_it(tm
 
 
 def test_an_edit_of_the_training_step_redraws_the_landing_map(tmp_path):
-    """The landing page's map is a traced run of model.train.train_step (site_builder/call_map.py),
+    """The landing page's map is a traced run of model.train.train_step (site_builder/run/call_map.py),
     cached on what it read: a step that stops clipping is drawn without clip_grad_norm, by an
     incremental build as by a clean one. Built by the command, so that the repository's own
     copy of model/ is the one imported."""

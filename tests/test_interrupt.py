@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from site_builder.serve import abandon_output, site_clause
+from site_builder.serve.server import abandon_output, site_clause
 from tests.conftest import ROOT, mini_repo
 from tests.test_build_errors import SITE, PAGE
 
 DEADLINE = 2.0           # the requirement: Ctrl-C to exit, and to the last worker gone
-FAST = """from site_builder.examples import ExampleResult, table
+FAST = """from site_builder.run.examples import ExampleResult, table
 
 
 def compare():
@@ -241,7 +241,7 @@ def test_stopping_serve_during_a_rebuild_after_an_edit(mini, command, sig, group
 
 def test_serve_killed_outright_leaves_no_process(mini, command):
     """SIGKILL runs no handler: the builder dies with serve (PR_SET_PDEATHSIG), and its workers
-    with the builder (site_builder/worker.py asks for the same)."""
+    with the builder (site_builder/base/worker.py asks for the same)."""
     root, out, marks = mini
     cmd = command(root, ["serve", "--port", "0", "--out", str(out)], tag=str(out),
                   env={"INTERRUPT_MARKS": str(marks)})
@@ -275,7 +275,7 @@ def test_a_builder_that_dies_is_one_failure_line_and_the_next_edit_builds(mini, 
     # its problem line, as `build` prints problems, then the failed build's line
     problem, summary = cmd.lines[printed:]
     assert "Traceback" not in cmd.text(), cmd.lines[printed:]
-    assert problem.startswith("site_builder/serve.py: the build process stopped in the middle of a build (killed by")
+    assert problem.startswith("site_builder/serve/server.py: the build process stopped in the middle of a build (killed by")
     assert summary == failed[0] and "1 problem" in summary and "still serving the last good site" in summary
     (root / "content" / "examples" / "mini.py").write_text(FAST.replace('"fast"', '"fast again"'))
     wait_for(lambda: [line for line in cmd.lines[printed + 2:] if " built " in line], 120, "a new build", cmd)
@@ -372,12 +372,12 @@ time.sleep(10)
 DURING_IMPORT = """import importlib.abc
 class SecondSignal(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name == "site_builder.serve":
+        if name == "site_builder.serve.server":
             os.kill(os.getpid(), signal.SIGTERM)
         return None
 sys.meta_path.insert(0, SecondSignal())"""
 # ... or while it cleans up.
-DURING_CLEANUP = """import site_builder.serve as serve
+DURING_CLEANUP = """import site_builder.serve.server as serve
 clean_up = serve.abandon
 def abandon(out):
     os.kill(os.getpid(), signal.SIGTERM)

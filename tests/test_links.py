@@ -1,9 +1,9 @@
-"""The link check's two readings of a page (site_builder/links.py): the regular expressions
+"""The link check's two readings of a page (site_builder/render/links.py): the regular expressions
 for simple pages must find exactly what html.parser finds, and must hand every other page
 to the parser."""
 import pytest
 
-from site_builder import links
+from site_builder.render import links
 
 
 def parsed(text):
@@ -80,7 +80,7 @@ def test_simple_markup_is_read_as_the_parser_reads_it(body):
 def broken_links(tmp_path, body, head="---\ntitle: T\n---\n"):
     """The link check's problems for one page whose body (from the file's line after `head`) is
     rendered by the builder's Markdown: [(line, message)]."""
-    from site_builder.render import Renderer
+    from site_builder.render.html import Renderer
     (tmp_path / "p.md").write_text(head + body, encoding="utf-8")
     body_line = head.count("\n") + 1
     html = Renderer(tmp_path, None, []).md(body, "p.md", body_line, check_numbers=False)

@@ -4,7 +4,7 @@ from html import unescape as html_unescape
 
 import pytest
 
-from site_builder.mathrender import KATEX_DIR, TexError, katex_version, render_tex, styled_letter
+from site_builder.render.mathrender import KATEX_DIR, TexError, katex_version, render_tex, styled_letter
 
 
 def test_inline_and_display_fraction():
@@ -124,7 +124,7 @@ def test_a_meta_description_with_math_reads_as_the_math_is_seen():
     # base.html puts a page's rendered summary into <meta name="description"> through
     # render.plain_text: the TeX source KaTeX keeps in <annotation> must not follow the math
     from markupsafe import Markup
-    from site_builder.render import plain_text
+    from site_builder.render.html import plain_text
     summary = Markup("The rate scaled by " + render_tex(r"d_{\text{model}}^{-1/2}", display=False)
                      + ', "quoted" <script>alert(2)</script>&amp; done.')
     assert "<annotation" in summary

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from site_builder.build import build
-from site_builder.problems import BuildFailed
-from site_builder.write import (MANIFEST, MARKER, MARKER_TEXT, OutputRefused, check_output, output_lock,
+from site_builder.base.problems import BuildFailed
+from site_builder.publish.write import (MANIFEST, MARKER, MARKER_TEXT, OutputRefused, check_output, output_lock,
                                 remove_stale, write_site)
 from tests.conftest import ROOT, mini_repo
 from tests.test_build_errors import EXAMPLE, PAGE, SITE, only, problems_of
@@ -317,7 +317,7 @@ def test_clean_never_deletes_a_folder_that_is_not_a_build_cache(tmp_path, where)
 
 
 def test_clean_deletes_a_build_cache(tmp_path):
-    from site_builder.cache import BuildCache, check_cache_dir
+    from site_builder.base.cache import BuildCache, check_cache_dir
     cache = BuildCache(tmp_path / "cache")
     cache.put("examples", "ab" * 32, 1)
     check_cache_dir(tmp_path / "cache", ROOT)          # a cache: accepted (and --clean may delete it)

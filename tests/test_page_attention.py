@@ -15,8 +15,8 @@ from model.config import ModelConfig
 from model.gradcheck import numerical_grad, rel_error
 from model.ops import softmax_forward, softmax_backward
 from model.transformer import forward
-from site_builder.examples import load_example, fmt_array, fmt_number
-from site_builder.trace import trace_locals
+from site_builder.run.examples import load_example, fmt_array, fmt_number
+from site_builder.run.trace import trace_locals
 from tests.conftest import concept_section
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from model.transformer import ffn_forward, ffn_backward, block_forward, block_backward
-from site_builder.examples import load_example, fmt_array, fmt_number
+from site_builder.run.examples import load_example, fmt_array, fmt_number
 from tests.conftest import ROOT, assert_sections
 from tests.fixtures import ffn_worked_params, FFN_WORKED_XN, FFN_WORKED_DOUT
 

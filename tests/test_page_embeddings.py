@@ -8,7 +8,7 @@ from model.config import ModelConfig
 from model.gradcheck import numerical_grad
 from model.ops import embedding_forward, embedding_backward
 from model.transformer import init_params, embed_forward, embed_backward, loss_and_grads
-from site_builder.examples import load_example, fmt_array
+from site_builder.run.examples import load_example, fmt_array
 from tests.conftest import ROOT, concept_section as section
 
 CONCEPTS = ["embeddings-forward", "embeddings-backward"]

@@ -10,10 +10,10 @@ from model import ModelInputError
 from model.config import ModelConfig
 from model.data import CharTokenizer
 from model.transformer import forward, init_params
-from site_builder import training_run
-from site_builder.cache import BuildCache
-from site_builder.examples import load_example
-from site_builder.trace import trace_locals
+from site_builder.run import training_run
+from site_builder.base.cache import BuildCache
+from site_builder.run.examples import load_example
+from site_builder.run.trace import trace_locals
 
 ROOT = Path(__file__).resolve().parent.parent
 CONCEPTS = ["generation-loop", "generation-sample"]

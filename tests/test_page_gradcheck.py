@@ -5,7 +5,7 @@ import pytest
 
 from model.gradcheck import numerical_grad, rel_error
 from model.transformer import loss_and_grads
-from site_builder.examples import load_example
+from site_builder.run.examples import load_example
 from tests.conftest import ROOT, assert_anchored_sections
 from tests.test_gradcheck import TOL
 

@@ -6,7 +6,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from site_builder.call_map import traced_step
+from site_builder.run.call_map import traced_step
 from tests.conftest import ROOT
 
 
@@ -125,11 +125,11 @@ def test_the_final_layernorm_is_labelled_by_the_equation_that_cites_its_line(dra
 
 def test_the_counts_are_the_runs(drawn, step):
     from model.config import ModelConfig
-    from site_builder.call_map import first_step_inputs
+    from site_builder.run.call_map import first_step_inputs
     params = first_step_inputs()[0]
     assert find(drawn, "transformer.block_forward", "transformer.forward")["times"] == f"×{ModelConfig.num_layers}"
     assert find(drawn, "optim.decays", "AdamW.step")["times"] == f"×{len(params)}"
-    from site_builder.source_index import build_index
+    from site_builder.gather.source_index import build_index
     block = build_index(ROOT, ("model",)).function("model.transformer.block_forward")
     sites = [c for c in block.calls if c.callee == "model.ops.layer_norm_forward"]
     assert find(drawn, "ops.layer_norm_forward", "transformer.block_forward")["times"] == f"×{len(sites)}"

@@ -7,7 +7,7 @@ from model import seq2seq as s2s
 from model import train_seq2seq as task
 from model.ops import smoothed_targets, cross_entropy_forward, cross_entropy_backward
 from model.train_seq2seq import smoothing_floor
-from site_builder.examples import load_example, fmt_number
+from site_builder.run.examples import load_example, fmt_number
 from tests.conftest import ROOT, assert_sections
 
 CONCEPTS = ["label-smoothing-targets", "label-smoothing-loss", "label-smoothing-floor"]
@@ -113,7 +113,7 @@ def test_trained_example_helper_matches_train(monkeypatch):
 
 def test_the_trained_model_is_the_encoder_decoder_pages_run(monkeypatch):
     """Both pages read one run, trained once per process (and cached by the build)."""
-    from site_builder import training_run
+    from site_builder.run import training_run
     assert EX["RUN"] is training_run.REVERSAL_RUN
     s2s_ex = load_example(ROOT, "seq2seq:reversal_run").__globals__
     assert (s2s_ex["RUN_STEPS"], s2s_ex["RUN_EVAL_EVERY"], s2s_ex["RUN_NUM_EVAL"], s2s_ex["RUN_LOG_EVERY"],

@@ -9,8 +9,8 @@ from model.config import ModelConfig
 from model.gradcheck import numerical_grad, rel_error
 from model.ops import layer_norm_forward, layer_norm_backward, row_sums, column_sums
 from model.transformer import embed_forward
-from site_builder.examples import load_example, fmt_array, fmt_number
-from site_builder.trace import trace_locals
+from site_builder.run.examples import load_example, fmt_array, fmt_number
+from site_builder.run.trace import trace_locals
 
 ROOT = Path(__file__).resolve().parent.parent
 EPS = ModelConfig(vocab_size=1).ln_eps
@@ -189,7 +189,7 @@ def test_the_count_of_layernorms_per_pass_is_what_forward_does(site_page, monkey
     import sys
     import model.transformer as mt
     from model.data import DEFAULT_CORPUS, CharTokenizer, load_corpus
-    from site_builder.prose import format_value
+    from site_builder.gather.prose import format_value
     calls = []
 
     def counted(*args, **kwargs):

@@ -6,7 +6,7 @@ import pytest
 from model.ops import cross_entropy_forward, cross_entropy_backward, smoothed_targets
 from model.train_seq2seq import smoothing_floor
 from model.transformer import forward, init_params, loss_and_grads
-from site_builder.examples import load_example, fmt_number, fmt_array
+from site_builder.run.examples import load_example, fmt_number, fmt_array
 from tests.conftest import ROOT
 
 CONCEPTS = ("loss-forward", "loss-backward", "loss-smoothing")

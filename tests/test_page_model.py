@@ -10,8 +10,8 @@ from model.config import ModelConfig
 from model.ops import layer_norm_forward, linear_backward, linear_forward, relu_backward, relu_forward, xavier_uniform
 from model.optim import decays
 from model.transformer import block_forward, embed_forward, forward, init_params, loss_and_grads
-from site_builder.examples import fmt_array, load_example
-from site_builder.trace import trace_calls
+from site_builder.run.examples import fmt_array, load_example
+from site_builder.run.trace import trace_calls
 from tests.conftest import ROOT, concept_section as section
 
 CONCEPTS = ["model-forward", "model-backward", "model-linear", "model-relu", "model-init", "model-check-ids"]

@@ -9,7 +9,7 @@ from model.config import TrainConfig
 from model.optim import AdamW, decays, clip_grad_norm, warmup_cosine_lr, noam_lr
 from model.train import train, load_checkpoint
 from model.transformer import init_params
-from site_builder.examples import load_example
+from site_builder.run.examples import load_example
 from tests.conftest import ROOT, assert_anchored_sections
 
 CONCEPTS = ("optimizer-adamw", "optimizer-decay", "optimizer-clip", "optimizer-warmup-cosine", "optimizer-noam")
@@ -116,8 +116,8 @@ def test_clip_examples():
 
 
 def test_clip_during_training():
-    from site_builder.cache import BuildCache
-    from site_builder import training_run
+    from site_builder.base.cache import BuildCache
+    from site_builder.run import training_run
     training_run.configure(BuildCache(ROOT / ".build_cache"))
     run = training_run.trained_run()
     r = example("clip_during_training")()

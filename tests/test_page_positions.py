@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from model.seq2seq import sinusoidal_positions
-from site_builder.examples import load_example, fmt_array
+from site_builder.run.examples import load_example, fmt_array
 from tests.conftest import ROOT, assert_sections
 
 CONCEPTS = ["positions-sinusoidal", "positions-relative"]

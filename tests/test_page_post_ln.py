@@ -8,7 +8,7 @@ from model import transformer as lm
 from model.attention import attention_forward
 from model.ops import layer_norm_forward, layer_norm_backward
 from model.transformer import ffn_forward
-from site_builder.examples import load_example, fmt_number
+from site_builder.run.examples import load_example, fmt_number
 from tests.conftest import ROOT, assert_sections
 
 CONCEPTS = ["post-ln-forward", "post-ln-gradients"]

@@ -13,8 +13,8 @@ from model.attention import mha_forward, causal_mask
 from model.gradcheck import numerical_grad
 from model.ops import (layer_norm_forward, cross_entropy_forward, cross_entropy_backward, embedding_backward)
 from model.transformer import ffn_forward
-from site_builder.examples import load_example, fmt_number, fmt_array, value_of
-from site_builder.trace import trace_locals
+from site_builder.run.examples import load_example, fmt_number, fmt_array, value_of
+from site_builder.run.trace import trace_locals
 from tests.conftest import ROOT, assert_sections
 
 CONCEPTS = ["seq2seq-embed", "seq2seq-encoder-layer", "seq2seq-encoder-backward", "seq2seq-decoder-layer",

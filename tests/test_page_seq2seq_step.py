@@ -15,8 +15,8 @@ from model import seq2seq as s2s
 from model.attention import causal_mask, mha_forward, split_heads
 from model.ops import cross_entropy_forward, cross_entropy_backward, layer_norm_forward, smoothed_targets
 from model.optim import AdamW, noam_lr
-from site_builder.examples import load_example, fmt_array, fmt_number
-from site_builder.plots import SUBSCRIPT, SUPERSCRIPT
+from site_builder.run.examples import load_example, fmt_array, fmt_number
+from site_builder.render.plots import SUBSCRIPT, SUPERSCRIPT
 from tests.conftest import ROOT
 
 SLUG = "seq2seq-step"

@@ -12,7 +12,7 @@ from model import ModelInputError
 from model.config import ModelConfig, TrainConfig
 from model.data import DEFAULT_CORPUS, CharTokenizer, get_batch, load_corpus, train_val_split
 from model.train import seed_streams
-from site_builder.examples import load_example
+from site_builder.run.examples import load_example
 
 ROOT = Path(__file__).resolve().parent.parent
 CONCEPTS = ["tokens-tokenizer", "tokens-corpus", "tokens-split", "tokens-batches"]

@@ -12,10 +12,10 @@ from model.config import ModelConfig, TrainConfig
 from model.data import get_batch
 from model.optim import AdamW, clip_grad_norm, warmup_cosine_lr
 from model.transformer import init_params, loss_and_grads
-from site_builder.cache import BuildCache
-from site_builder.examples import load_example
-from site_builder.plots import line_plot
-from site_builder import training_run
+from site_builder.base.cache import BuildCache
+from site_builder.run.examples import load_example
+from site_builder.render.plots import line_plot
+from site_builder.run import training_run
 
 ROOT = Path(__file__).resolve().parent.parent
 CONCEPTS = ["training-step", "training-loop", "training-eval", "training-resume"]

@@ -8,7 +8,7 @@ import pytest
 from model import seq2seq as s2s
 from model import train_seq2seq as task
 from model.optim import noam_lr
-from site_builder.examples import load_example
+from site_builder.run.examples import load_example
 from tests.conftest import ROOT, assert_sections
 
 CONCEPTS = ["warmup-noam", "warmup-adam"]

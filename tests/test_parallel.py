@@ -1,4 +1,4 @@
-"""The build's own children (site_builder/parallel.py): outcomes in the order of the calls
+"""The build's own children (site_builder/base/parallel.py): outcomes in the order of the calls
 whatever finishes first, a failing child is an outcome (the build then does that share
 itself), memo additions come back, and no child outlives `stop`. Plus the share-out the
 pages and the renders are split by, and the collector paused for a build."""
@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from site_builder import parallel, worker
-from site_builder.pages import share_out
+from site_builder.base import parallel, worker
+from site_builder.render.pages import share_out
 
 
 def test_outcomes_come_back_in_call_order_and_a_failed_child_is_an_outcome():

@@ -11,7 +11,7 @@ import pytest
 from model.config import ModelConfig
 from model.optim import decays
 from model.transformer import init_params
-from site_builder.params import (ParamRow, block_pattern, count_by_group, param_rows,
+from site_builder.run.params import (ParamRow, block_pattern, count_by_group, param_rows,
                                  total_count)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,7 +104,7 @@ def test_seq2seq_parameters_when_the_module_exists():
         pytest.skip("model/seq2seq.py does not exist yet")
     import model.config
     from model.seq2seq import init_params as s2s_init
-    from site_builder.shapes import SEQ2SEQ_FIELDS, _config_with_vocab
+    from site_builder.run.shapes import SEQ2SEQ_FIELDS, _config_with_vocab
     cfg = _config_with_vocab(model.config.Seq2SeqConfig, 11, SEQ2SEQ_FIELDS)
     rows = param_rows(cfg, init=s2s_init)
     real = s2s_init(cfg, np.random.default_rng(0))

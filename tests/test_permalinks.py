@@ -1,13 +1,13 @@
 """GitHub permalinks cite the commit the site was built from, and only for files that equal it.
 
 A file with uncommitted changes has other lines on GitHub at that commit, so its links are left
-out and its source page says why (site_builder/fingerprint.py uncommitted_files)."""
+out and its source page says why (site_builder/gather/fingerprint.py uncommitted_files)."""
 import os
 import subprocess
 from pathlib import Path
 
-from site_builder.fingerprint import head_commit, uncommitted_files
-from site_builder.render import make_environment
+from site_builder.gather.fingerprint import head_commit, uncommitted_files
+from site_builder.render.html import make_environment
 from tests.fixture_project import GIT_ENV
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""Choices and free input (site_builder/playground.py, site_builder/play_server.py): what the
+"""Choices and free input (site_builder/gather/playground.py, site_builder/serve/play.py): what the
 content may declare, what the /__play endpoint refuses, and that it holds up under load."""
 import http.client
 import json
@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from site_builder.content import Located
-from site_builder.play_server import Playground, refusal
-from site_builder.playground import (InvalidInput, call_ref, check_declaration, checked_arguments, combinations,
+from site_builder.gather.content import Located
+from site_builder.serve.play import Playground, refusal
+from site_builder.gather.playground import (InvalidInput, call_ref, check_declaration, checked_arguments, combinations,
                                      split_ref, validate)
 from tests.conftest import ROOT
 
@@ -66,8 +66,8 @@ def test_a_text_the_model_reads_takes_its_limit_from_the_config_and_the_page_say
     the attention page's prompt field declares it so, and its hint and caption say the number."""
     import re
     from model.config import ModelConfig
-    from site_builder.content import load_content
-    from site_builder.playground import hint
+    from site_builder.gather.content import load_content
+    from site_builder.gather.playground import hint
     seq_len = ModelConfig(vocab_size=2).seq_len
     context = {"type": "text", "max_length": "seq_len", "vocabulary": "corpus"}
     assert validate(context, "x" * seq_len) == "x" * seq_len
@@ -196,7 +196,7 @@ def test_500_requests_from_10_clients(play_server):
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc to list processes")
 def test_a_request_past_its_time_limit_is_stopped_and_leaves_no_worker(tmp_path, monkeypatch):
-    from site_builder import play_server
+    from site_builder.serve import play as play_server
     (tmp_path / "content" / "examples").mkdir(parents=True)
     (tmp_path / "content" / "examples" / "slow.py").write_text(
         "import time\n\n\ndef forever(x=0):\n    while True:\n        time.sleep(0.01)\n")
@@ -220,8 +220,8 @@ def test_a_request_past_its_time_limit_is_stopped_and_leaves_no_worker(tmp_path,
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc to see a process stopped")
 def test_a_play_process_stopped_from_outside_is_replaced_and_the_request_answered(built_site):
-    from site_builder import worker
-    from site_builder.play_server import PlayClient
+    from site_builder.base import worker
+    from site_builder.serve.play import PlayClient
     client = PlayClient(ROOT, ROOT / ".build_cache")
     request = {"page": "layernorm", "example": "layernorm-forward--ex-4", "args": {"eps": 0.25}}
     try:
@@ -259,7 +259,7 @@ def test_typed_input_recomputes_on_all_four_pages(play_server):
 def test_declared_names_an_example_function_does_not_take_are_found(tmp_path):
     """choices or playable naming a parameter the function lacks is one check line at the page
     (a hostile test saw it pass check and fail only under serve), found without importing."""
-    from site_builder.playground import parameters_missing
+    from site_builder.gather.playground import parameters_missing
     (tmp_path / "content" / "examples").mkdir(parents=True)
     (tmp_path / "content" / "examples" / "m.py").write_text(
         "def f(row=0, *, eps=1e-5):\n    pass\n\ndef g(**kw):\n    pass\n")
@@ -303,7 +303,7 @@ class FakeHandler:
     (b"{not json", "not JSON"),
 ], ids=["401-digit eps", "4000 nested", "4000 unclosed", "4300-digit number", "not json"])
 def test_a_body_the_endpoint_cannot_use_is_a_400_with_one_line(body, needle):
-    from site_builder.play_server import answer
+    from site_builder.serve.play import answer
     handler = FakeHandler(body)
     answer(handler)
     [(status, reply)] = handler.sent
@@ -311,7 +311,7 @@ def test_a_body_the_endpoint_cannot_use_is_a_400_with_one_line(body, needle):
 
 
 def test_mapping_or_list_choices_are_described_as_yaml_not_as_loader_classes():
-    from site_builder.content import parse_yaml
+    from site_builder.gather.content import parse_yaml
     example, err = parse_yaml('run: "m:f"\nchoices: {eps: [{a: 1}, [1, 2]]}\nplayable: {eps: {type: float, min: 0, max: 2}}\n',
                               "content/pages/p.md")
     assert err is None

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from site_builder.build import build
-from site_builder.problems import BuildFailed
-from site_builder.prose import code_refs, format_value, typed_numbers
+from site_builder.base.problems import BuildFailed
+from site_builder.gather.prose import code_refs, format_value, typed_numbers
 from tests.conftest import ROOT, mini_repo
 from tests.test_build_errors import EXAMPLE, PAGE, SITE
 
@@ -109,8 +109,8 @@ def test_check_fails_on_a_typed_number_in_prose_at_its_line(tmp_path):
 def test_every_inline_code_reference_in_content_renders_alone():
     """Every `[[function | snippet]]` of every page, rendered alone, is one link and nothing else:
     no stray `]` or `)` from a snippet that holds brackets."""
-    from site_builder.render import Renderer
-    from site_builder.source_index import build_index
+    from site_builder.render.html import Renderer
+    from site_builder.gather.source_index import build_index
     renderer = Renderer(ROOT, build_index(ROOT), [])
     seen = 0
     for path in sorted((ROOT / "content/pages").glob("*.md")):

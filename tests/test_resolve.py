@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from site_builder.resolve import ResolveError, resolve_function, resolve_snippet
-from site_builder.source_index import build_index
+from site_builder.gather.resolve import ResolveError, resolve_function, resolve_snippet
+from site_builder.gather.source_index import build_index
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -145,13 +145,13 @@ def tix(tmp_path_factory):
 
 @pytest.mark.parametrize("snippet", ["np.testing.assert_allclose(", "out, 2)", "assert A ==", 'ffn(None, {}, "")', None])
 def test_a_tests_reference_on_an_assertion_passes(tix, snippet):
-    from site_builder.resolve import asserts_nothing
+    from site_builder.gather.resolve import asserts_nothing
     r = resolve_snippet(tix, "tests.test_core.test_ffn", snippet) if snippet else resolve_function(tix, "tests.test_core.test_ffn")
     assert asserts_nothing(tix, r) is None
 
 
 def test_a_tests_reference_on_a_setup_line_names_the_assertion_that_reads_it(tix):
-    from site_builder.resolve import asserts_nothing
+    from site_builder.gather.resolve import asserts_nothing
     message, fix = asserts_nothing(tix, resolve_snippet(tix, "tests.test_core.test_ffn", "A"))
     assert message == "line 8 of tests.test_core.test_ffn asserts nothing (a tests reference must cite an assertion)"
     assert fix == "cite the assertion that checks it: line 11: 'assert A == pytest.approx(1)'"

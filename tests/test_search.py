@@ -1,4 +1,4 @@
-"""site_builder.search: Pagefind indexes the built site, deterministically, and a missing
+"""site_builder.publish.search: Pagefind indexes the built site, deterministically, and a missing
 binary is a warning, not a broken build."""
 import gzip
 import json
@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from site_builder import COMMAND, search, worker
+from site_builder import COMMAND
+from site_builder.publish import search
+from site_builder.base import worker
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -81,7 +83,7 @@ def test_a_missing_binary_is_reported(monkeypatch, tmp_path):
 
 def test_a_failing_binary_fails_the_build(monkeypatch, tmp_path):
     from site_builder.build import search_index
-    from site_builder.problems import BuildFailed
+    from site_builder.base.problems import BuildFailed
     monkeypatch.setattr(search, "pagefind_executable", lambda: shutil.which("false"))
     with pytest.raises(BuildFailed):
         search_index(tmp_path, [])
@@ -133,7 +135,7 @@ def test_a_stopped_pagefind_is_killed_and_run_again(built_site, tmp_path, monkey
 def test_a_pagefind_stopped_twice_fails_the_build_in_one_honest_line(built_site, tmp_path, monkeypatch):
     pytest.importorskip("pagefind_bin")
     from site_builder.build import search_index
-    from site_builder.problems import BuildFailed
+    from site_builder.base.problems import BuildFailed
     monkeypatch.setattr(search, "pagefind_executable", lambda script=_pagefind_that_stops(tmp_path, 2): script)
     folder = tmp_path / ".site.tmp-123"
     folder.mkdir()
@@ -148,7 +150,7 @@ def test_a_pagefind_stopped_twice_fails_the_build_in_one_honest_line(built_site,
 
 def test_a_slow_pagefind_names_no_temporary_folder(tmp_path, monkeypatch):
     from site_builder.build import search_index
-    from site_builder.problems import BuildFailed
+    from site_builder.base.problems import BuildFailed
     slow = tmp_path / "pagefind"
     slow.write_text("#!/bin/sh\nexec sleep 30\n")
     slow.chmod(0o755)

@@ -1,4 +1,4 @@
-"""Tests for `python3 build_site.py serve` (site_builder/serve.py).
+"""Tests for `python3 build_site.py serve` (site_builder/serve/server.py).
 
 Everything runs on 127.0.0.1 (port 0, or a port the OS just handed out), against a temporary
 output folder and a fake build function; two subprocess tests run the real command on the real
@@ -21,10 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from site_builder.problems import BuildFailed, Problem
-from site_builder.serve import (Rebuilder, SiteState, Watcher, host_warning, is_loopback, make_server,
-                                resolve_request_path, serve)
-from site_builder.write import write_site
+from site_builder.base.problems import BuildFailed, Problem
+from site_builder.serve import reload
+from site_builder.serve.hosts import host_warning, is_loopback
+from site_builder.serve.server import Rebuilder, SiteState, Watcher, make_server, resolve_request_path, serve
+from site_builder.publish.write import write_site
 
 pytestmark = pytest.mark.usefixtures("quick_settle")      # see tests/conftest.py
 
@@ -420,18 +421,18 @@ def test_the_search_index_catches_up_after_the_site_goes_live(tmp_path):
 
 
 def test_code_changes_make_the_real_build_reimport_the_project(tmp_path, monkeypatch):
-    from site_builder import serve as serve_module
+    from site_builder.serve import server as serve_module
     pkg = tmp_path / "model"
     pkg.mkdir()
     (pkg / "zz_serve_probe.py").write_text("VALUE = 1\n")
     monkeypatch.syspath_prepend(str(pkg))
     import zz_serve_probe
     assert zz_serve_probe.VALUE == 1
-    before = serve_module._code_fingerprint(tmp_path)
+    before = reload.code_fingerprint(tmp_path)
     (pkg / "zz_serve_probe.py").write_text("VALUE = 22\n")
-    assert serve_module._code_fingerprint(tmp_path) != before
+    assert reload.code_fingerprint(tmp_path) != before
     serve_module._forget_modules(tmp_path)
-    assert "zz_serve_probe" not in sys.modules and "site_builder.serve" in sys.modules
+    assert "zz_serve_probe" not in sys.modules and "site_builder.serve.server" in sys.modules
     import zz_serve_probe as again
     assert again.VALUE == 22
     sys.modules.pop("zz_serve_probe", None)

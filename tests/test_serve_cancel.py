@@ -1,4 +1,4 @@
-"""Under `serve`, a stuck example never blocks the next rebuild (site_builder/serve.py:
+"""Under `serve`, a stuck example never blocks the next rebuild (site_builder/serve/server.py:
 Rebuilder, BuilderProcess.cancelled). A change that arrives while a build has run for
 ABANDON_AFTER seconds (or that is waiting when it reaches that age) abandons it: the builder
 and its workers are killed, nothing half-written is published, one line is logged, and a new
@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from site_builder.serve import ABANDON_AFTER, BuildAbandoned, Rebuilder, SiteState
+from site_builder.serve.server import ABANDON_AFTER, BuildAbandoned, Rebuilder, SiteState
 from tests.conftest import mini_repo
 from tests.test_build_errors import PAGE, SITE
 from tests.test_interrupt import FAST, _stat, running, tree, wait_for, command  # noqa: F401 (a fixture)

@@ -1,5 +1,5 @@
 """Under `serve`, a builder stopped from outside (`kill -STOP`) is noticed by the same test the
-build applies to its own children (site_builder.worker.StopWatch): it is killed, one line is
+build applies to its own children (site_builder.base.worker.StopWatch): it is killed, one line is
 logged, and the build runs again in a fresh builder; stopped a second time, the build fails
 with one line. Was: serve waited for an answer that never came, silently, until the next edit
 or a SIGCONT."""
@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from site_builder import worker
-from site_builder.serve import BuilderProcess, RemoteBuildFailed
+from site_builder.base import worker
+from site_builder.serve.server import BuilderProcess, RemoteBuildFailed
 from tests.conftest import mini_repo
 from tests.test_build_errors import PAGE, SITE
 from tests.test_interrupt import FAST, running
@@ -87,6 +87,6 @@ def test_a_builder_stopped_twice_fails_the_build_in_one_line(builder):
         done.set()
         stopper.join()
     [problem] = failed.value.problems
-    assert problem.startswith("site_builder/serve.py: the build process was stopped from outside") and "twice" in problem
+    assert problem.startswith("site_builder/serve/server.py: the build process was stopped from outside") and "twice" in problem
     assert len(builder.pids) == 2 and not any(running(pid) for pid in builder.pids)
     assert len(builder.logs) == 1

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from site_builder.source_index import NotIndexed, SourceError, build_index
+from site_builder.gather.source_index import NotIndexed, SourceError, build_index
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -499,7 +499,7 @@ def test_real_block_backward_is_called_by_loss_and_grads(real):
 
 
 def test_real_block_backward_fills_the_ffn_gradients(real):
-    from site_builder.resolve import resolve_snippet
+    from site_builder.gather.resolve import resolve_snippet
     line = resolve_snippet(real, "model.transformer.block_backward", "ffn_backward(").start
     assert set(real.grads_filled("model.transformer.block_backward", line)) >= {
         "b{l}.ff1_w", "b{l}.ff1_b", "b{l}.ff2_w", "b{l}.ff2_b"}

@@ -1,8 +1,8 @@
-"""A source page's code rows are made in Python (site_builder/render.py: source_rows), not by
+"""A source page's code rows are made in Python (site_builder/render/html.py: source_rows), not by
 a Jinja loop; they must be the bytes the template's loop made, escaping included."""
 from jinja2 import Environment
 
-from site_builder.render import source_rows
+from site_builder.render.html import source_rows
 
 # templates/source.html's loop before the rows moved to Python
 TEMPLATE_LOOP = """{% for r in lines %}

@@ -1,11 +1,11 @@
-"""site_builder.symbols: a concept's symbols are marked inside its equations (for the linked
+"""site_builder.render.symbols: a concept's symbols are marked inside its equations (for the linked
 highlighting of static/js/symbols.js) without changing how any equation looks or what is trusted."""
 import re
 
 import pytest
 
-from site_builder.mathrender import render_tex, TexError
-from site_builder.symbols import wrap_symbols, code_links, split_top_level
+from site_builder.render.mathrender import render_tex, TexError
+from site_builder.render.symbols import wrap_symbols, code_links, split_top_level
 
 BLOCK = [(0, "X"), (1, r"\operatorname{LN}_1, \operatorname{LN}_2"), (2, "X_n"), (3, r"\mathrm{Att}"),
          (4, "X_1"), (5, "X_{n2}"), (6, r"\mathrm{Ff}"), (7, "Y")]
@@ -80,7 +80,7 @@ def test_the_block_page_marks_its_symbols(site_page):
 def words(source):
     """CodeWords of the one function in `source`."""
     import ast
-    from site_builder.source_index import code_words_of
+    from site_builder.gather.source_index import code_words_of
     return code_words_of(ast.parse(source).body[0])
 
 
@@ -112,7 +112,7 @@ def row_max(X):
     'sum(x * 2 for x in dA)', "dA, return of relu_backward", 'params[f"b{l}.ff2_w"]',
 ])
 def test_code_the_function_spells_is_found(code):
-    from site_builder.symbols import code_misses
+    from site_builder.render.symbols import code_misses
     scopes = [words(FFN_BACKWARD), words(LINEAR_BACKWARD)]
     assert code_misses(code, scopes, class_attrs={"ff_dim"}) == []
 
@@ -127,12 +127,12 @@ def test_code_the_function_spells_is_found(code):
     ("dW2, cfg.ff_dimm", [FFN_BACKWARD], [("cfg.ff_dimm", "cfg"), ("cfg.ff_dimm", "ff_dimm")]),
 ])
 def test_code_the_function_does_not_spell_is_a_miss(code, scopes, missing):
-    from site_builder.symbols import code_misses
+    from site_builder.render.symbols import code_misses
     got = code_misses(code, [words(s) for s in scopes], class_attrs={"ff_dim"})
     assert sorted(got) == sorted(missing)
 
 
 def test_a_name_inside_another_function_is_checked_as_that_name():
-    from site_builder.symbols import code_misses
+    from site_builder.render.symbols import code_misses
     assert code_misses("dZ (inside ffn_backward)", [words(FFN_BACKWARD)]) == []
     assert code_misses("dQ (inside ffn_backward)", [words(FFN_BACKWARD)]) == [("dQ (inside ffn_backward)", "dQ")]

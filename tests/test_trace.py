@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from site_builder.trace import (Shape, TraceError, call_tree, qualname_of, resolve_qualname, trace_calls,
+from site_builder.run.trace import (Shape, TraceError, call_tree, qualname_of, resolve_qualname, trace_calls,
                                 trace_locals)
 
 

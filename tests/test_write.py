@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from site_builder.write import write_site, output_lock, OutputLocked, MARKER, MANIFEST
+from site_builder.publish.write import write_site, output_lock, OutputLocked, MARKER, MANIFEST
 
 
 def test_swap_replaces_the_whole_tree(tmp_path):

@@ -28,10 +28,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from site_builder.content import concepts, load_content  # noqa: E402
-from site_builder.pages import split_top_level, tex_name  # noqa: E402
-from site_builder.resolve import ResolveError, resolve_snippet  # noqa: E402
-from site_builder.source_index import build_index  # noqa: E402
+from site_builder.gather.content import concepts, load_content  # noqa: E402
+from site_builder.render.pages import split_top_level, tex_name  # noqa: E402
+from site_builder.gather.resolve import ResolveError, resolve_snippet  # noqa: E402
+from site_builder.gather.source_index import build_index  # noqa: E402
 
 SCALAR = r"""('(?:[^']|'')*'|"(?:[^"\\]|\\.)*"|[^,}\n#'"][^,}\n#]*)"""
 

@@ -4,9 +4,9 @@ import numpy as np
 from model.config import ModelConfig
 from model.gradcheck import numerical_grad
 from model.transformer import init_params, ffn_forward, ffn_backward, block_forward, block_backward
-from site_builder.examples import (ExampleResult, steps_table, matrix, gradcheck_table, stepper,
+from site_builder.run.examples import (ExampleResult, steps_table, matrix, gradcheck_table, stepper,
                                    config_label, fmt_array)
-from site_builder.trace import trace_locals
+from site_builder.run.trace import trace_locals
 from tests.fixtures import ffn_worked_params, FFN_WORKED_XN, FFN_WORKED_DOUT
 
 SEED = 0
@@ -118,7 +118,7 @@ def block_backward_steps():
 
 
 def _matrices(t, names):
-    from site_builder.examples import value_of
+    from site_builder.run.examples import value_of
     return [matrix(label, value_of(t, name)) for label, name in names]
 
 

@@ -9,8 +9,8 @@ from model.data import DEFAULT_CORPUS, CharTokenizer, load_corpus
 from model.gradcheck import numerical_grad
 from model.ops import cross_entropy_forward
 from model.transformer import init_params, embed_forward, forward, loss_and_grads
-from site_builder.examples import ExampleResult, table, matrix, gradcheck_table, fmt_array, config_label, value_of
-from site_builder.trace import trace_locals, trace_calls
+from site_builder.run.examples import ExampleResult, table, matrix, gradcheck_table, fmt_array, config_label, value_of
+from site_builder.run.trace import trace_locals, trace_calls
 
 SEED = 0
 WORDS = ("tomorrow", "sorrows!")    # hand-picked: repeated letters, within one sequence and across the two

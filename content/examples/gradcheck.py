@@ -12,9 +12,9 @@ from model.config import ModelConfig
 from model.gradcheck import numerical_grad, rel_error
 from model.ops import cross_entropy_forward
 from model.transformer import init_params, forward, loss_and_grads, embed_forward
-from site_builder.examples import ExampleResult, table, figure, gradcheck_table, config_label
-from site_builder.plots import line_plot
-from site_builder.trace import trace_locals
+from site_builder.run.examples import ExampleResult, table, figure, gradcheck_table, config_label
+from site_builder.render.plots import line_plot
+from site_builder.run.trace import trace_locals
 from tests.fixtures import GRADCHECK_TOL as TOL
 
 H = inspect.signature(numerical_grad).parameters["h"].default    # numerical_grad's default step

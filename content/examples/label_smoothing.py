@@ -8,10 +8,10 @@ from model import seq2seq as s2s
 from model import train_seq2seq as task
 from model.config import Seq2SeqConfig
 from model.ops import smoothed_targets, cross_entropy_forward, cross_entropy_backward, softmax_forward
-from site_builder.examples import ExampleResult, matrix, table, figure, fmt_number, fmt_array, config_label
-from site_builder.plots import line_plot
-from site_builder.trace import trace_locals
-from site_builder import training_run
+from site_builder.run.examples import ExampleResult, matrix, table, figure, fmt_number, fmt_array, config_label
+from site_builder.render.plots import line_plot
+from site_builder.run.trace import trace_locals
+from site_builder.run import training_run
 
 SEED = 0
 # The run of the encoder-decoder page, the same one: trained once per build for both pages.

@@ -10,11 +10,11 @@ from model.data import DEFAULT_CORPUS, CharTokenizer, load_corpus
 from model.gradcheck import numerical_grad
 from model.ops import layer_norm_forward, layer_norm_backward
 from model.transformer import init_params, embed_forward, forward, block_forward
-from site_builder.examples import (ExampleResult, gradcheck_table, table, fmt_number, fmt_array, matrix,
+from site_builder.run.examples import (ExampleResult, gradcheck_table, table, fmt_number, fmt_array, matrix,
                                    nth_change, steps_table)
-from site_builder.source_index import build_index
-from site_builder.trace import call_tree, qualname_of, trace_locals
-from site_builder.training_run import corpus_window, run_label
+from site_builder.gather.source_index import build_index
+from site_builder.run.trace import call_tree, qualname_of, trace_locals
+from site_builder.run.training_run import corpus_window, run_label
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,10 +6,10 @@ from model.gradcheck import numerical_grad
 from model.ops import cross_entropy_forward, cross_entropy_backward, smoothed_targets
 from model.train_seq2seq import smoothing_floor
 from model.transformer import init_params, forward, loss_and_grads
-from site_builder.examples import (ExampleResult, matrix, gradcheck_table, table, figure, fmt_number,
+from site_builder.run.examples import (ExampleResult, matrix, gradcheck_table, table, figure, fmt_number,
                                    fmt_array, config_label, code_line, value_of)
-from site_builder.plots import line_plot
-from site_builder.trace import trace_locals
+from site_builder.render.plots import line_plot
+from site_builder.run.trace import trace_locals
 
 SEED = 0
 TINY = ModelConfig(vocab_size=5, seq_len=4, emb_dim=4, num_heads=2, ff_dim=6, num_layers=1)

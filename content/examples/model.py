@@ -12,9 +12,9 @@ from model.gradcheck import numerical_grad
 from model.ops import (cross_entropy_forward, linear_forward, linear_backward, relu_forward, relu_backward,
                        softmax_forward, xavier_uniform)
 from model.transformer import init_params, forward, loss_and_grads, embed_forward
-from site_builder.examples import (ExampleResult, table, steps_table, step_row, gradcheck_table, fmt_array,
+from site_builder.run.examples import (ExampleResult, table, steps_table, step_row, gradcheck_table, fmt_array,
                                    fmt_number, config_label, value_of)
-from site_builder.trace import trace_locals
+from site_builder.run.trace import trace_locals
 
 SEED = 0
 TEXT = "To be, or"               # hand-picked: x is its first 8 characters, y its last 8

@@ -13,8 +13,8 @@ from model.data import DEFAULT_CORPUS, get_batch
 from model.optim import AdamW, decays, clip_grad_norm, warmup_cosine_lr, noam_lr, DECAYED_SUFFIXES
 from model.train import prepare_data, seed_streams, make_optimizer, batch_loss_and_grads
 from model.transformer import init_params
-from site_builder.examples import ExampleResult, table, figure, fmt_number, config_label
-from site_builder.plots import line_plot
+from site_builder.run.examples import ExampleResult, table, figure, fmt_number, config_label
+from site_builder.render.plots import line_plot
 
 STEPS = 6                       # how many real training steps the moment table follows
 
@@ -233,7 +233,7 @@ def clip_example():
 
 
 def clip_during_training():
-    from site_builder.training_run import run_label, trained_run
+    from site_builder.run.training_run import run_label, trained_run
     run = trained_run()
     rows = [r for r in run.metrics if "grad_norm" in r]
     steps = [r["step"] for r in rows]
@@ -259,7 +259,7 @@ def clip_during_training():
 def warmup_cosine_plot():
     """The schedule of a run at TrainConfig's defaults; the site's own run (site_steps) is
     another run, and the page says so."""
-    from site_builder.training_run import trained_run
+    from site_builder.run.training_run import trained_run
     tcfg = TrainConfig()
     steps = list(range(1, tcfg.steps + 1))
     lrs = [warmup_cosine_lr(s, tcfg.lr, tcfg.min_lr, tcfg.warmup_steps, tcfg.steps) for s in steps]

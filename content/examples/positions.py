@@ -5,9 +5,9 @@ import numpy as np
 
 from model import train_seq2seq as task
 from model.seq2seq import sinusoidal_positions
-from site_builder.examples import ExampleResult, steps_table, table, figure, fmt_number, fmt_array, value_of
-from site_builder.plots import line_plot, heatmap
-from site_builder.trace import trace_locals
+from site_builder.run.examples import ExampleResult, steps_table, table, figure, fmt_number, fmt_array, value_of
+from site_builder.render.plots import line_plot, heatmap
+from site_builder.run.trace import trace_locals
 
 # The numbers of tests/test_seq2seq.py::test_sinusoidal_positions: 3 positions, width 4.
 SMALL_T, SMALL_D = 3, 4

@@ -7,9 +7,9 @@ from model import transformer as lm
 from model import train_seq2seq as task
 from model.config import ModelConfig, Seq2SeqConfig
 from model.ops import layer_norm_forward, layer_norm_backward
-from site_builder.examples import ExampleResult, table, figure, fmt_number, fmt_array, config_label, value_of, steps_table
-from site_builder.plots import line_plot
-from site_builder.trace import trace_locals
+from site_builder.run.examples import ExampleResult, table, figure, fmt_number, fmt_array, config_label, value_of, steps_table
+from site_builder.render.plots import line_plot
+from site_builder.run.trace import trace_locals
 
 SEED = 0
 DEPTH = 6                         # layers of the stream-norm measurement: the paper's base model has 6

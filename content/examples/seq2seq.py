@@ -11,11 +11,11 @@ from model.config import Seq2SeqConfig
 from model.gradcheck import numerical_grad
 from model.ops import cross_entropy_forward, cross_entropy_backward
 from model.optim import decays
-from site_builder.examples import (ExampleResult, steps_table, matrix, gradcheck_table, stepper, table,
+from site_builder.run.examples import (ExampleResult, steps_table, matrix, gradcheck_table, stepper, table,
                                    figure, fmt_number, fmt_array, config_label, value_of)
-from site_builder.plots import line_plot, heatmap
-from site_builder.trace import trace_locals
-from site_builder import training_run
+from site_builder.render.plots import line_plot, heatmap
+from site_builder.run.trace import trace_locals
+from site_builder.run import training_run
 
 SEED = 0
 # A tiny model: two layers on each side (so the memory gradient has two shares), two heads.
@@ -382,7 +382,7 @@ def task_examples():
 
 def reversal_run(steps=RUN_STEPS, eval_every=RUN_EVAL_EVERY, num_eval=RUN_NUM_EVAL, log_every=RUN_LOG_EVERY):
     """A real run of model.train_seq2seq.train (trained once per build for this page and the
-    label smoothing page, site_builder/training_run.py): its metrics.jsonl read back, and greedy
+    label smoothing page, site_builder/run/training_run.py): its metrics.jsonl read back, and greedy
     decodes of held-out sources with the parameters it returns."""
     run = training_run.reversal_run(steps=steps, seed=SEED, eval_every=eval_every, num_eval=num_eval,
                                     log_every=log_every)

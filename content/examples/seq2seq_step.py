@@ -27,9 +27,9 @@ from model import seq2seq as s2s
 from model.config import Seq2SeqConfig
 from model.ops import cross_entropy_forward, cross_entropy_backward, layer_norm_forward
 from model.optim import AdamW, noam_lr
-from site_builder.examples import ExampleResult, table, matrix, fmt_array, fmt_number, config_label
-from site_builder.plots import SUBSCRIPT, SUPERSCRIPT
-from site_builder.trace import trace_locals, trace_calls
+from site_builder.run.examples import ExampleResult, table, matrix, fmt_array, fmt_number, config_label
+from site_builder.render.plots import SUBSCRIPT, SUPERSCRIPT
+from site_builder.run.trace import trace_locals, trace_calls
 
 # ----------------------------------------------------------------------------- the derivation's numbers
 

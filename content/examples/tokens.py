@@ -12,8 +12,8 @@ from model import ModelInputError
 from model.config import ModelConfig, TrainConfig
 from model.data import DEFAULT_CORPUS, CharTokenizer, load_corpus, train_val_split, get_batch
 from model.train import seed_streams
-from site_builder.examples import ExampleResult, table, code_line, value_of
-from site_builder.trace import trace_locals
+from site_builder.run.examples import ExampleResult, table, code_line, value_of
+from site_builder.run.trace import trace_locals
 
 CORPUS_LABEL = "data/shakespeare.txt"
 WORD = "O Romeo, Romeo!"                                      # hand-picked: words of the corpus
@@ -42,7 +42,7 @@ def fmt_ids(a):
 
 
 def int_steps(trace, rows):
-    """Like site_builder.examples.steps_table, but prints integers and booleans as they are."""
+    """Like site_builder.run.examples.steps_table, but prints integers and booleans as they are."""
     out = []
     for label, name in rows:
         line, code = code_line(trace, name)

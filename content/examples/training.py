@@ -1,7 +1,7 @@
 """Examples for the Training page. Each returns an ExampleResult built from real calls.
 
 Two sources of numbers:
-  * the cached training run of the site (site_builder.training_run.trained_run): the real
+  * the cached training run of the site (site_builder.run.training_run.trained_run): the real
     model.train.train on the shipped corpus at the default configs, with its metrics.jsonl,
     its snapshots and the samples drawn from them;
   * tiny runs made here, at TINY and TINY_TRAIN, on the shipped corpus: one traced train_step,
@@ -22,10 +22,10 @@ from model.config import ModelConfig, TrainConfig
 from model.data import DEFAULT_CORPUS, CharTokenizer, get_batch
 from model.generate import generate
 from model.optim import warmup_cosine_lr
-from site_builder.examples import ExampleResult, config_label, figure, fmt_array, fmt_number, steps_table, table
-from site_builder.plots import line_plot
-from site_builder.trace import trace_locals
-from site_builder.training_run import SAMPLE_LENGTH, SAMPLE_PROMPT, SAMPLE_SEED, run_label, trained_run
+from site_builder.run.examples import ExampleResult, config_label, figure, fmt_array, fmt_number, steps_table, table
+from site_builder.render.plots import line_plot
+from site_builder.run.trace import trace_locals
+from site_builder.run.training_run import SAMPLE_LENGTH, SAMPLE_PROMPT, SAMPLE_SEED, run_label, trained_run
 
 # The tiny runs: the shipped corpus (its vocabulary fixes vocab_size), a model small enough
 # that a step takes milliseconds, and a schedule short enough to show warm-up and cosine.
@@ -143,7 +143,7 @@ def run_info_table(run):
 
 
 def _run_source(run):
-    return (f"{run_label(run)}, from site_builder.training_run.trained_run(), on data/shakespeare.txt with "
+    return (f"{run_label(run)}, from site_builder.run.training_run.trained_run(), on data/shakespeare.txt with "
             f"{config_label(run.model_cfg)} and {config_label(run.train_cfg)}")
 
 

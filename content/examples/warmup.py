@@ -10,8 +10,8 @@ import numpy as np
 from model import seq2seq as s2s
 from model import train_seq2seq as task
 from model.optim import noam_lr
-from site_builder.examples import ExampleResult, table, figure, fmt_number
-from site_builder.plots import line_plot
+from site_builder.run.examples import ExampleResult, table, figure, fmt_number
+from site_builder.render.plots import line_plot
 
 # The paper's base model (Vaswani et al. 2017, Sections 3 and 5.3): hand-picked, not a config here.
 PAPER_D, PAPER_WARMUP, PAPER_STEPS = 512, 4000, 100_000

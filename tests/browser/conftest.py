@@ -2,7 +2,7 @@
 browser Playwright downloads itself.
 
 The site is the session's one build (`built_site` of tests/conftest.py), served over HTTP on
-127.0.0.1 by the standard library's server. Not `site_builder.serve`: that server injects its
+127.0.0.1 by the standard library's server. Not `site_builder.serve.server`: that server injects its
 live-reload script, whose long-poll a navigating page cancels, and a cancelled request is what
 these tests look for. One browser serves the whole session (pytest-playwright's `browser`).
 

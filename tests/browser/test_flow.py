@@ -3,7 +3,7 @@ function's listing) and the gradients it fills, all as the source index finds th
 remembers the selection."""
 import pytest
 
-from site_builder.source_index import build_index
+from site_builder.gather.source_index import build_index
 from tests.conftest import ROOT
 
 

@@ -1,6 +1,6 @@
 """The shipped math font draws every formula of the site exactly as the full font does.
 
-The site ships Latin Modern Math cut down to what its pages use (site_builder/fontsubset.py).
+The site ships Latin Modern Math cut down to what its pages use (site_builder/publish/fontsubset.py).
 A subset that lacks a glyph the MathML layout reaches (the radical of <msqrt>, a size variant
 of a stretched delimiter, a part of a stretchy assembly) changes what the reader sees while
 every character of the text is still in the font. So this compares drawings, not markup:
@@ -23,8 +23,8 @@ from http.server import ThreadingHTTPServer
 
 import pytest
 
-from site_builder import fontsubset
-from site_builder.mathrender import render_tex
+from site_builder.publish import fontsubset
+from site_builder.render.mathrender import render_tex
 from tests.browser.conftest import QuietHandler
 from tests.conftest import ROOT
 

@@ -5,7 +5,7 @@ in test_stepper.py.)"""
 import re
 
 from site_builder import COMMAND
-from site_builder.examples import load_example
+from site_builder.run.examples import load_example
 from tests.conftest import ROOT
 
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from site_builder.examples import load_example
+from site_builder.run.examples import load_example
 from tests.conftest import ROOT
 
 
@@ -39,7 +39,7 @@ def check_step(state, steps, k, row):
         assert [rows[f"term{j}"] for j in range(len(terms) - 1)] == [[t["name"], t["row"]] for t in terms[1:]]
         total = [sum(float(t["row"][i]) for t in terms) for i in range(len(st["after"]))]
         assert all(abs(a - float(b)) < 2e-4 for a, b in zip(total, st["after"]))
-    elif k and st.get("before"):   # what the line reads (site_builder/examples.py line_input)
+    elif k and st.get("before"):   # what the line reads (site_builder/run/examples.py line_input)
         assert rows["before"] == [st["before_name"], st["before"]]
     says = state["says"]
     assert says == st.get("says"), "the panel shows the step's one sentence, if it has one"

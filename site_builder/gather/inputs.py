@@ -1,0 +1,299 @@
+"""What a cached result read: recorded while it is computed, checked before it is reused.
+
+A cache is only as good as its keys, and a key listed by hand forgets something (the corpus
+an example opens, a data file added next year, a package upgraded underneath). So, like
+Bazel and Nix think of hermeticity, the inputs of an example are *recorded* as it runs, in
+the child process that runs it:
+
+* every file it opens for reading, and every folder it lists, inside the repository
+  (Python's audit hooks see `open`, `os.listdir` and `os.scandir` wherever they are called
+  from: NumPy's `np.load`, `Path.read_text`, a glob), and every path whose existence it
+  checks (`os.stat` is wrapped while it runs: no audit event covers that);
+* every repository module it imports (the audit hook sees the loader open it), plus the
+  static import closure of its module, which covers modules the builder had imported before
+  the fork;
+* every installed package it has loaded, as the file the import system resolves it to and
+  that file's size and time: an upgrade, an uninstall or a shadowing module on the path
+  changes it.
+
+The recorded set is stored next to the result. A later build reuses the result only if
+every recorded input still has the digest it had (`Inputs.valid`). Files are hashed, not
+timed: a checkout or a revert changes times, not content. Inputs outside the repository
+other than installed packages (a file under /etc, the network) are not tracked: examples
+must not read them.
+"""
+import hashlib
+import importlib.util
+import os
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+from site_builder.base.cache import digest
+
+# Top-level folders of the repository that are outputs or bookkeeping, never inputs.
+IGNORED_TOP = {".git", ".build_cache", "site", ".pytest_cache", "test-results", "runs"}
+
+_active = []          # the Recorder running in this process, if any (audit hooks cannot be removed)
+
+
+def _audit(event, args):
+    if not _active:
+        return
+    recorder = _active[-1]
+    if event == "open":
+        path, mode, flags = args
+        if isinstance(path, (str, bytes, os.PathLike)) and _is_read(mode, flags):
+            recorder.note_file(os.fsdecode(path))
+    elif event in ("os.listdir", "os.scandir"):
+        path = args[0] if args else "."
+        if isinstance(path, (str, bytes, os.PathLike)) and not _from_import_system():
+            recorder.note_dir(os.fsdecode(path))
+
+
+def _is_read(mode, flags) -> bool:
+    if isinstance(mode, str):
+        return "r" in mode or "+" in mode
+    return isinstance(flags, int) and (flags & os.O_ACCMODE) != os.O_WRONLY
+
+
+def _from_import_system() -> bool:
+    """Whether the listing is the import system filling its path caches (not an input)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_globals.get("__name__", "")
+        if name.startswith(("importlib", "_frozen_importlib")):
+            return True
+        frame = frame.f_back
+    return False
+
+
+class Recorder:
+    """Collects the repository files and folders one computation reads (see the module doc)."""
+
+    def __init__(self, root: Path, ignore=()):
+        self.roots = {os.path.abspath(root), os.path.realpath(root)}
+        self.ignore = [os.path.realpath(p) for p in ignore]
+        self.root = os.path.abspath(root)
+        self.files, self.dirs, self.stats = set(), set(), set()
+        self.missing = set()          # top-level modules an import looked for and did not find
+        self.busy = False
+
+    def _inside(self, path: str):
+        """path relative to the root (posix), or None when it is not a repository input. A
+        path through a symbolic link inside the repository counts as that path."""
+        if any(os.path.realpath(path) == i or os.path.realpath(path).startswith(i + os.sep) for i in self.ignore):
+            return None
+        for full in (os.path.abspath(path), os.path.realpath(path)):
+            base = next((r for r in self.roots if full.startswith(r + os.sep)), None)
+            if base:
+                parts = full[len(base) + 1:].split(os.sep)
+                if parts[0] in IGNORED_TOP or "__pycache__" in parts:
+                    return None
+                return "/".join(parts)
+        return None
+
+    def note_file(self, path: str):
+        rel = self._inside(path)
+        if rel and os.path.isfile(path):     # not a name tried and missed (linecache tries "<string>")
+            self.files.add(rel)
+
+    def note_dir(self, path: str):
+        rel = self._inside(path)
+        if rel:
+            self.dirs.add(rel)
+
+    def note_stat(self, path):
+        if self.busy or not isinstance(path, (str, bytes, os.PathLike)):
+            return
+        self.busy = True           # _inside calls realpath, which calls lstat
+        try:
+            rel = self._inside(os.fsdecode(path))
+            if rel:
+                self.stats.add(rel)
+        finally:
+            self.busy = False
+
+    def __enter__(self):
+        if not getattr(sys, "_site_builder_audit", False):
+            sys.addaudithook(_audit)
+            sys._site_builder_audit = True
+        _active.append(self)
+        sys.meta_path.append(self)          # asked last: by then no finder found the module
+        # No audit event tells that a file exists (os.path.exists, Path.is_file): wrap os.stat,
+        # which they call. The import system keeps its own reference, so imports do not count.
+        self.saved = os.stat, os.lstat
+        real_stat, real_lstat = self.saved
+
+        def stat(path, *args, **kwargs):
+            self.note_stat(path)
+            return real_stat(path, *args, **kwargs)
+
+        def lstat(path, *args, **kwargs):
+            self.note_stat(path)
+            return real_lstat(path, *args, **kwargs)
+        os.stat, os.lstat = stat, lstat
+        return self
+
+    def __exit__(self, *exc):
+        os.stat, os.lstat = self.saved
+        sys.meta_path.remove(self)
+        _active.remove(self)
+        return False
+
+    def find_spec(self, name, path=None, target=None):
+        """As the last finder: a module no finder found. `try: import x / except ImportError`
+        then depends on x staying missing, so installing it must count as a change."""
+        if "." not in name:
+            self.missing.add(name)
+        return None
+
+    def packages(self) -> tuple:
+        found = loaded_packages(self.root)
+        names = {p[0] for p in found}
+        return found + tuple((name, "missing", 0, 0, ()) for name in sorted(self.missing - names))
+
+
+def loaded_packages(root) -> tuple:
+    """(name, file, size, mtime) of every top-level installed package loaded in this process
+    (not the standard library, not an alias a package registered under another name)."""
+    out = []
+    stdlib = os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep
+    for name in sorted({m.partition(".")[0] for m in list(sys.modules)}):
+        module = sys.modules.get(name)
+        if (name in sys.stdlib_module_names or name.startswith(("content_examples_", "_")) or module is None
+                or getattr(module, "__name__", None) != name):
+            continue
+        file = getattr(module, "__file__", None)
+        if file and os.path.realpath(file).startswith(stdlib) and "site-packages" not in file:
+            continue
+        identity = package_identity(name, str(root))
+        if identity is not None:
+            out.append((name,) + identity + (_module_files(name),))
+    return tuple(out)
+
+
+def _module_files(name: str) -> tuple:
+    """(file, size, mtime) of every loaded module of package `name`: an edit inside a package
+    (not only of its __init__.py) is a change."""
+    files = set()
+    for module_name, module in list(sys.modules.items()):
+        if module_name == name or module_name.startswith(name + "."):
+            file = getattr(module, "__file__", None)
+            if file:
+                files.add(file)
+    return tuple((f,) + _stat(f) for f in sorted(files))
+
+
+def _stat(path: str) -> tuple:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (0, 0)
+    return (st.st_size, st.st_mtime_ns)
+
+
+def packages_unchanged(packages, state=None) -> bool:
+    """Whether every package (name, file, size, mtime, module files) still resolves to the same
+    file and every module file of it has the same size and time."""
+    for name, *rest in packages:
+        identity, files = tuple(rest[:3]), rest[3] if len(rest) > 3 else ()
+        now = state.package(name) if state else package_identity(name, "/nonexistent")
+        stat = state.stat if state else _stat
+        if tuple(now or ()) != identity or any(stat(f) != (size, mtime) for f, size, mtime in files):
+            return False
+    return True
+
+
+def package_identity(name: str, root: str):
+    """(file, size, mtime) of the file `import name` resolves to now, None for the
+    repository's own packages and built-in modules, ("missing", 0, 0) if it does not resolve."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        return ("missing", 0, 0)
+    origin = spec.origin if spec.origin not in (None, "built-in", "frozen") else None
+    if origin is None:
+        locations = list(spec.submodule_search_locations or [])
+        if not locations:
+            return None
+        origin = locations[0]
+    full = os.path.realpath(origin)
+    if full.startswith(os.path.realpath(root) + os.sep):
+        return None
+    try:
+        st = os.stat(full)
+    except OSError:
+        return ("missing", 0, 0)
+    return (full, st.st_size, st.st_mtime_ns)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """A recorded set of inputs with the digests they had: files and folder listings
+    (repository-relative) and packages (name, file, size, mtime)."""
+    files: tuple
+    dirs: tuple
+    packages: tuple          # (name, file, size, mtime, ((module file, size, mtime), ...))
+    kinds: tuple = ()        # (relative path, "file" / "dir" / "missing") of paths it looked at
+
+    def valid(self, state: "InputState") -> bool:
+        return (all(state.file(rel) == d for rel, d in self.files)
+                and all(state.listing(rel) == d for rel, d in self.dirs)
+                and all(state.kind(rel) == k for rel, k in self.kinds)
+                and packages_unchanged(self.packages, state))
+
+    def key(self) -> str:
+        return digest(self.files, self.dirs, self.packages, self.kinds)
+
+
+class InputState:
+    """The current digest of any input, each computed at most once per build (files are
+    hashed every build: ~5 MB, a few milliseconds, and immune to edits that keep a time)."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.files, self.dirs, self.packages, self.stats = {}, {}, {}, {}
+
+    def file(self, rel: str) -> str:
+        if rel not in self.files:
+            try:
+                self.files[rel] = hashlib.sha256((self.root / rel).read_bytes()).hexdigest()
+            except OSError:
+                self.files[rel] = "missing"
+        return self.files[rel]
+
+    def listing(self, rel: str) -> str:
+        if rel not in self.dirs:
+            try:
+                self.dirs[rel] = digest(sorted(os.listdir(self.root / rel)))
+            except OSError:
+                self.dirs[rel] = "missing"
+        return self.dirs[rel]
+
+    def kind(self, rel: str) -> str:
+        path = self.root / rel
+        return "dir" if path.is_dir() else "file" if path.exists() else "missing"
+
+    def stat(self, path: str) -> tuple:
+        """(size, mtime) of a package's module file, once per build: every example that loaded
+        NumPy lists its ~170 module files, and a build checks 400 of those lists."""
+        if path not in self.stats:
+            self.stats[path] = _stat(path)
+        return self.stats[path]
+
+    def package(self, name: str):
+        if name not in self.packages:
+            self.packages[name] = package_identity(name, str(self.root))
+        return self.packages[name]
+
+    def freeze(self, files, dirs, packages, looked_at=()) -> Inputs:
+        """The Inputs of a computation that read `files` and `dirs` (relative), loaded
+        `packages`, and asked whether the paths `looked_at` exist."""
+        return Inputs(files=tuple((f, self.file(f)) for f in sorted(set(files))),
+                      dirs=tuple((d, self.listing(d)) for d in sorted(set(dirs))),
+                      packages=tuple(sorted(set(packages))),
+                      kinds=tuple((p, self.kind(p)) for p in sorted(set(looked_at) - set(files))))

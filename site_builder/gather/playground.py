@@ -1,0 +1,339 @@
+"""Inputs the reader chooses: precomputed choices on the static site, free input under `serve`.
+
+An example in a content file may declare
+- `choices: {param: [values]}`: the build calls the example once per combination of values
+  (`fn(row=2, layer=1)`), caches each like any example (its ref names its arguments:
+  `block:block_forward_steps(layer=1, row=2)`), shows the first combination in the page and
+  writes the others as small script files the page loads on demand (a `<script>` tag, so it
+  works from any static host and from `file://`, where `fetch` does not);
+- `playable: {param: {type: ..., bounds}}`: under `python3 build_site.py serve` the same
+  control also takes a value the reader types, sent to the serve process's `/__play`
+  endpoint, which validates it here, calls the same example function with it in a worker
+  under a time limit (site_builder/base/worker.py) and renders the result with the same template.
+
+Why the endpoint is never a way to run code: it only names an example by page and example
+id, the function is the one that content file declares, only declared parameters pass,
+every value is checked against its declared type and bounds before anything runs, and the
+value reaches the function as a Python literal (never evaluated as code).
+
+Types: `int` and `float` (`min`, `max`), `text` (`max_length`, and `vocabulary: corpus`:
+every character must be one the trained model knows; `max_length` may name a field of
+ModelConfig, `seq_len`, for a text the model reads as its context: the limit is then the
+config's, never typed), `numbers` (a list of `length`
+floats, each within `min`..`max`). A choice parameter that is not playable accepts only its
+declared values.
+"""
+import ast
+import functools
+import itertools
+import math
+from pathlib import Path
+
+from site_builder.base.problems import Problem
+
+TYPES = ("int", "float", "text", "numbers")
+SPEC_KEYS = {"int": {"type", "min", "max", "label"}, "float": {"type", "min", "max", "label"},
+             "text": {"type", "max_length", "vocabulary", "label"},
+             "numbers": {"type", "length", "min", "max", "label"}}
+TEXT_LIMIT = 200                 # no declared max_length may exceed it: a request stays small
+NUMBERS_LIMIT = 64
+
+
+class InvalidInput(ValueError):
+    """A value the endpoint refuses; str(e) is the one line the reader sees."""
+
+
+# ------------------------------------------------------------------ refs with arguments
+
+def call_ref(run: str, args: dict) -> str:
+    """'block:f' + {row: 2, layer: 1} -> 'block:f(layer=1, row=2)' (sorted: one ref per call)."""
+    if not args:
+        return run
+    return f"{run}({', '.join(f'{k}={v!r}' for k, v in sorted(args.items()))})"
+
+
+def split_ref(ref: str):
+    """'block:f(layer=1, row=2)' -> ('block:f', {'layer': 1, 'row': 2}). Values are literals."""
+    run, paren, rest = ref.partition("(")
+    if not paren:
+        return ref, {}
+    call = ast.parse(f"f({rest}", mode="eval").body
+    return run, {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+
+
+# ------------------------------------------------------------------ declarations (content)
+
+def check_declaration(example, file, problems):
+    """Problems with an example's `choices` and `playable`, at their lines."""
+    choices, playable = example.get("choices"), example.get("playable")
+    if choices is not None:
+        if not isinstance(choices, dict) or not choices:
+            problems.append(Problem(file, example.line_of("choices"), "'choices' must map parameter names to lists of values",
+                                    "write e.g. 'choices: {row: [0, 1, 2]}'"))
+        else:
+            for name, values in choices.items():
+                if not isinstance(values, list) or not values or not all(_literal(v) for v in values):
+                    problems.append(Problem(file, example.line_of("choices"), f"choices of '{name}' must be a non-empty list of numbers or texts",
+                                            "write e.g. 'row: [0, 1, 2]'"))
+                elif len(set(map(repr, values))) != len(values):
+                    problems.append(Problem(file, example.line_of("choices"), f"choices of '{name}' repeat a value",
+                                            "list each value once"))
+    if playable is not None:
+        if not isinstance(playable, dict) or not playable:
+            problems.append(Problem(file, example.line_of("playable"), "'playable' must map parameter names to their type and bounds",
+                                    "write e.g. 'playable: {eps: {type: float, min: 0, max: 1}}'"))
+            return
+        for name, spec in playable.items():
+            wrong = spec_problem(spec)
+            if wrong:
+                problems.append(Problem(file, example.line_of("playable"), f"playable '{name}': {wrong}",
+                                        f"types: {', '.join(TYPES)}; see content/README.md"))
+            elif isinstance(choices, dict) and name in choices and isinstance(choices[name], list):
+                for v in choices[name]:
+                    try:
+                        validate(spec, v)
+                    except InvalidInput as e:
+                        problems.append(Problem(file, example.line_of("choices"), f"choice {v!r} of '{name}' is outside its playable bounds: {e}",
+                                                "widen the bounds or drop the value"))
+
+
+def parameters_missing(root, run: str, names) -> list:
+    """The names in `names` that the example function `run` (module:function) cannot take,
+    read from its source's syntax tree (nothing is imported). [] if it takes **kwargs, or if
+    the module or function is not found (that is reported where the example runs)."""
+    if not names:              # nothing to miss: the module need not be parsed
+        return []
+    module, _, function = run.partition(":")
+    path = Path(root) / "content" / "examples" / f"{module}.py"
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return []
+    taken = _parameters_taken(str(path), data).get(function)
+    return [] if taken is None else [n for n in names if n not in taken]
+
+
+@functools.lru_cache(maxsize=64)
+def _parameters_taken(path: str, data: bytes) -> dict:
+    """{function: set of parameter names, or None if it takes **kwargs} of one example module.
+    Keyed on the bytes: a build asks this for every example, and parsing the module each time
+    was half of a build with its example caches filled."""
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return {}
+    found = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name not in found:
+            a = node.args
+            found[node.name] = None if a.kwarg else {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
+    return found
+
+
+def _literal(v):
+    return isinstance(v, (int, float, str)) and not isinstance(v, bool)
+
+
+def _number(v):
+    try:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    except OverflowError:                 # an int past the largest float
+        return False
+
+
+def spec_problem(spec):
+    """What is wrong with a declared type and bounds, or None."""
+    if not isinstance(spec, dict) or spec.get("type") not in TYPES:
+        return f"'type' must be one of {', '.join(TYPES)}"
+    kind = spec["type"]
+    extra = set(spec) - SPEC_KEYS[kind]
+    if extra:
+        return f"unknown key '{sorted(extra)[0]}' for type {kind} (allowed: {', '.join(sorted(SPEC_KEYS[kind]))})"
+    if kind in ("int", "float", "numbers"):
+        if not (_number(spec.get("min")) and _number(spec.get("max")) and spec["min"] <= spec["max"]):
+            return "needs numbers 'min' <= 'max'"
+    if kind == "text":
+        n = max_length(spec)
+        if isinstance(spec.get("max_length"), str) and n is None:
+            return (f"'max_length: {spec['max_length']}' names no whole-number field of ModelConfig "
+                    f"(fields: {', '.join(_config_lengths())})")
+        if not (isinstance(n, int) and not isinstance(n, bool) and 0 < n <= TEXT_LIMIT):
+            return f"needs 'max_length' between 1 and {TEXT_LIMIT}, or a field of ModelConfig (seq_len)"
+        if spec.get("vocabulary", "corpus") != "corpus":
+            return "'vocabulary' can only be 'corpus' (the characters the trained model knows)"
+    if kind == "numbers":
+        n = spec.get("length")
+        if not (isinstance(n, int) and not isinstance(n, bool) and 0 < n <= NUMBERS_LIMIT):
+            return f"needs 'length' between 1 and {NUMBERS_LIMIT}"
+    return None
+
+
+def max_length(spec: dict):
+    """A text's limit: its `max_length` as a number, or the default of the ModelConfig field it
+    names (`seq_len`: what the model reads); None for a name that is no such field."""
+    n = spec.get("max_length")
+    return _config_lengths().get(n) if isinstance(n, str) else n
+
+
+def _config_lengths() -> dict:
+    """{field: default} of ModelConfig's whole-number fields (the config the site documents)."""
+    import dataclasses
+    from model.config import ModelConfig
+    return {f.name: f.default for f in dataclasses.fields(ModelConfig)
+            if isinstance(f.default, int) and not isinstance(f.default, bool)}
+
+
+def combinations(choices: dict) -> list:
+    """Every combination of the declared values, as {param: value}; the first is the default."""
+    if not choices:
+        return [{}]
+    names = sorted(choices)
+    return [dict(zip(names, values)) for values in itertools.product(*(choices[n] for n in names))]
+
+
+def token(values: list, value) -> str:
+    """How a value appears in the URL and in a fragment's file name: a number as itself, a
+    text by its position in the list (a prompt would make a long, unreadable URL)."""
+    return str(values.index(value)) if isinstance(value, str) else str(value)
+
+
+def combo_key(choices: dict, combo: dict) -> str:
+    return "_".join(f"{n}-{token(choices[n], combo[n])}" for n in sorted(choices)).replace(".", "p")
+
+
+# ------------------------------------------------------------------ validation (the endpoint)
+
+def validate(spec: dict, value, vocabulary=None):
+    """The value, converted to its declared type, or InvalidInput saying what is wrong."""
+    kind = spec["type"]
+    if kind == "int":
+        if isinstance(value, str):
+            value = _parse(value, int, "a whole number")
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise InvalidInput(f"must be a whole number, got {_kind(value)}")
+        return _bounded(value, spec)
+    if kind == "float":
+        if isinstance(value, str):
+            value = _parse(value, float, "a number")
+        if not _number(value):
+            raise InvalidInput(f"must be a finite number, got {_kind(value)}")
+        return _bounded(float(value), spec)
+    if kind == "text":
+        if not isinstance(value, str):
+            raise InvalidInput(f"must be text, got {_kind(value)}")
+        if not value:
+            raise InvalidInput("must not be empty")
+        if len(value) > max_length(spec):
+            raise InvalidInput(f"is {len(value)} characters long; at most {max_length(spec)} are allowed")
+        if vocabulary is not None:
+            unknown = sorted(set(value) - set(vocabulary))
+            if unknown:
+                shown = ", ".join(repr(c) for c in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
+                raise InvalidInput(f"has characters the model has never seen: {shown} "
+                                   f"(it knows the {len(vocabulary)} characters of the corpus)")
+        return value
+    if kind == "numbers":
+        if isinstance(value, str):
+            parts = [p for p in value.replace(",", " ").split() if p]
+            value = [_parse(p, float, "a number") for p in parts]
+        if not isinstance(value, list) or not all(_number(v) for v in value):
+            raise InvalidInput(f"must be a list of {spec['length']} numbers, got {_kind(value)}")
+        if len(value) != spec["length"]:
+            raise InvalidInput(f"must be {spec['length']} numbers, got {len(value)}")
+        return [_bounded(float(v), spec) for v in value]
+    raise InvalidInput(f"has an unknown type {kind!r}")
+
+
+def _parse(text, convert, what):
+    if len(text) > 40:
+        raise InvalidInput(f"must be {what}, got text of {len(text)} characters")
+    try:
+        value = convert(text.strip())
+    except ValueError:
+        raise InvalidInput(f"must be {what}, got {text.strip()[:20]!r}") from None
+    if convert is float and not math.isfinite(value):
+        raise InvalidInput(f"must be a finite number, got {text.strip()!r}")
+    return value
+
+
+def _bounded(v, spec):
+    if not spec["min"] <= v <= spec["max"]:
+        raise InvalidInput(f"must be between {spec['min']:g} and {spec['max']:g}, got {_shown(v)}")
+    return v
+
+
+def _shown(v):
+    """A number as a message shows it: an integer too long to read is its count of digits."""
+    if isinstance(v, int) and len(str(abs(v))) > 20:
+        return f"a whole number of {len(str(abs(v)))} digits"
+    return f"{v:g}"
+
+
+def _kind(v):
+    if isinstance(v, int) and not isinstance(v, bool) and len(str(abs(v))) > 20:
+        return _shown(v)
+    if isinstance(v, (bool, dict, list, type(None))):
+        from site_builder.base.problems import yaml_kind
+        return yaml_kind(v)
+    return f"{type(v).__name__} {v!r}"[:60]
+
+
+def checked_arguments(example: dict, args, vocabulary=None) -> dict:
+    """Every argument of a request, checked against the example's declaration: each must be
+    a declared parameter; a playable one must fit its type and bounds, a choice one that is
+    not playable must be one of its declared values. Missing choices take their first value."""
+    if not isinstance(args, dict):
+        raise InvalidInput("'args' must be a mapping of parameter names to values")
+    choices, playable = example.get("choices") or {}, example.get("playable") or {}
+    out = {}
+    for name, value in args.items():
+        if name not in choices and name not in playable:
+            declared = ", ".join(sorted(set(choices) | set(playable))) or "none"
+            raise InvalidInput(f"'{name}' is not a parameter of this example (declared: {declared})")
+        try:
+            if name in playable:
+                out[name] = validate(playable[name], value, vocabulary)
+            else:
+                values = choices[name]
+                match = [v for v in values if v == value or str(v) == str(value) or token(values, v) == str(value)]
+                if not match:
+                    raise InvalidInput(f"must be one of {', '.join(map(str, values))}")
+                out[name] = match[0]
+        except InvalidInput as e:
+            raise InvalidInput(f"{name} {e}") from None
+    for name, values in choices.items():
+        out.setdefault(name, values[0])
+    return out
+
+
+# ------------------------------------------------------------------ the page's controls
+
+def hint(spec: dict) -> str:
+    """What a free-input field takes, in words."""
+    kind = spec["type"]
+    if kind == "int":
+        return f"a whole number from {spec['min']:g} to {spec['max']:g}"
+    if kind == "float":
+        return f"a number from {spec['min']:g} to {spec['max']:g}"
+    if kind == "text":
+        if isinstance(spec.get("max_length"), str):      # a config field: the model's context
+            return f"up to {spec['max_length']} = {max_length(spec)} characters of the corpus's alphabet, all the model reads"
+        return f"up to {max_length(spec)} characters of the corpus's alphabet"
+    return f"{spec['length']} numbers from {spec['min']:g} to {spec['max']:g}, separated by spaces"
+
+
+def controls(example: dict, slug: str, ex_id: str, variants: dict) -> dict:
+    """What templates/partials/example.html draws above an example with choices or free input."""
+    choices, playable = example.get("choices") or {}, example.get("playable") or {}
+    names = sorted(choices) + sorted(set(playable) - set(choices))
+    fields = []
+    for name in names:
+        spec = playable.get(name)
+        values = choices.get(name) or []
+        shown = sorted(values) if all(_number(v) for v in values) else values   # the first listed is the default
+        fields.append(dict(name=name, options=[dict(token=token(values, v), value=v, selected=v == values[0],
+                                                    label=repr(v) if isinstance(v, str) else str(v))
+                                               for v in shown],
+                           free=dict(type=spec["type"], hint=hint(spec), label=spec.get("label", "")) if spec else None))
+    return dict(page=slug, example=ex_id, fields=fields, variants=variants,
+                default=next(iter(variants)) if variants else "", keyed=sorted(choices))
