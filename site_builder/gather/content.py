@@ -108,7 +108,7 @@ def _parse_yaml(text, file, offset):
 
 # kind -> (required keys, optional keys, {key: kind of its value or of its list items})
 SCHEMA = {
-    "site": ({"title", "nav"}, {"repo_url", "branch", "description", "papers", "sources"}, {}),
+    "site": ({"title", "nav"}, {"repo_url", "branch", "description", "papers", "sources", "project"}, {}),
     "paper_entry": ({"title", "authors", "year"}, {"url", "venue"}, {}),
     "page": ({"title", "sections"}, {"summary", "next_note"}, {"sections": "section"}),
     "concept": ({"id", "title", "function", "what", "why", "math"},
@@ -138,7 +138,7 @@ LEAF_TYPES = {"derived": bool, "flow": bool, "probe": "probe-map", "names": "str
               "expand": "str-list", "holds": "str-map", "roles": "str-map", "sources": "str-map", "papers": dict,
               "shape": "scalar",
               "section": "scalar", "equation": "scalar", "page": "scalar", "year": "scalar",
-              "timeout": "seconds", "choices": dict, "playable": dict}
+              "timeout": "seconds", "choices": dict, "playable": dict, "project": dict}
 CONTAINERS = {"sections", "math", "refs", "symbols", "examples", "shapes", "listings", "notes", "paper", "diagram"}
 
 

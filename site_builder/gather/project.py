@@ -1,0 +1,232 @@
+"""What the builder knows of the project it documents: the `project:` block of content/site.yaml,
+and the hooks module it names.
+
+Everything the builder would otherwise have to assume about the documented package lives here,
+owned by the project (as Sphinx keeps a project's knowledge in its conf.py): which package and
+tests folder to read, which other folders the examples read, the config class, the axis letters
+of its fields and the sizes of the shape-probe run, the parameter table's `init_params` and
+decay rule and groups, the call map's root. What must be code (the probes' argument builders,
+the training runs a page reads, the vocabulary a playable text is checked against) is a function
+of the hooks module, a Python file of the project's own; `hook(name)` returns it, or None.
+
+Trade-offs:
+- The block is read on its own, before (and apart from) the rest of content/: the folders it
+  names decide what the fingerprint, the source index and `serve`'s watcher read, so it must be
+  known before any of them runs. It is read once per content of site.yaml in a process.
+- Only `package` is required. Every other setting has a default that a package following the
+  `x_forward` / `x_backward` convention with `init_params(cfg, rng)` can live with, and a
+  setting that names a thing that is not there is one problem line naming the setting.
+- Dotted names are resolved lazily (`resolve(dotted)`), in the stage that runs code: gathering
+  imports nothing of the project.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from site_builder.base.problems import BuildFailed, Problem, yaml_kind
+
+SITE_FILE = "content/site.yaml"
+HOOKS_MODULE = "site_hooks"        # the name the hooks file is imported under
+
+# setting -> (what it is, for messages)
+SETTINGS = {
+    "package": "the documented package: a folder at the project root holding __init__.py",
+    "tests": "the package's tests folder (default: tests)",
+    "inputs": "other folders the examples read, as a list (default: none)",
+    "hooks": "a Python file of the project's own holding the builder's hooks (default: none)",
+    "configs": "the config classes the pages document (the first is the landing page's), a list of "
+               "{class: DOTTED, axes: {FIELD: LETTER}, init_params: DOTTED}",
+    "probe_sizes": "axis letter -> its size in the shape-probe run, a mapping of distinct numbers",
+    "decays": "the weight-decay rule decays(name) -> bool, as a dotted name (default: none)",
+    "param_groups": "the parameter table's groups, a list of {match: REGEX, group: NAME}",
+    "block_prefix": "the prefix of a per-block parameter's name, with {l} for the block index",
+    "call_map_root": "the function whose first traced call the landing page draws, a dotted name",
+}
+
+
+CONFIG_KEYS = {"class", "axes", "init_params"}
+
+
+@dataclass(frozen=True)
+class ConfigSpec:
+    """One config class: its dotted name, its fields' axis letters, and its init_params(cfg, rng)."""
+    class_name: str
+    axes: dict = field(default_factory=dict)
+    init_params: str | None = None
+
+
+@dataclass(frozen=True)
+class Project:
+    package: str
+    tests: str = "tests"
+    inputs: tuple = ()
+    hooks: str | None = None
+    configs: tuple = ()                      # ConfigSpec, the landing page's first
+    probe_sizes: dict = field(default_factory=dict)
+    decays: str | None = None
+    param_groups: tuple = ()
+    block_prefix: str | None = None
+    call_map_root: str | None = None
+    lines: dict = field(default_factory=dict, compare=False)    # setting -> its line in site.yaml
+
+    @property
+    def code_folders(self) -> tuple:
+        """The folders whose Python the builder reads (the package first)."""
+        return (self.package, self.tests)
+
+    @property
+    def folders(self) -> tuple:
+        """Every folder of the project the builder reads: code, then other inputs."""
+        return self.code_folders + tuple(self.inputs)
+
+    @property
+    def config(self) -> ConfigSpec | None:
+        """The landing page's config class (the first of `configs`), or None."""
+        return self.configs[0] if self.configs else None
+
+    def config_spec(self, class_name: str) -> ConfigSpec | None:
+        """The spec of a config class, by its dotted name or its bare class name."""
+        return next((c for c in self.configs if class_name in (c.class_name, c.class_name.rpartition(".")[2])), None)
+
+    def where(self, setting: str) -> str:
+        return f"{SITE_FILE}:{self.lines.get(setting, self.lines.get('project', 1))}"
+
+    def owns(self, qualname: str) -> bool:
+        """True for a dotted name inside the documented package."""
+        return qualname == self.package or qualname.startswith(self.package + ".")
+
+
+class ProjectError(BuildFailed):
+    """The project block is missing or wrong: problems with file:line, nothing built."""
+
+
+_MEMO: dict = {}
+
+
+def load_project(root: Path) -> Project:
+    """The project block of root/content/site.yaml, validated (ProjectError if it is wrong)."""
+    path = Path(root) / SITE_FILE
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as e:
+        raise ProjectError([Problem(SITE_FILE, 0, f"cannot read the site's settings: {e.strerror}",
+                                    f"create {SITE_FILE} with a `project:` block naming the package to document")])
+    key = (str(Path(root).resolve()), text)
+    if key not in _MEMO:
+        _MEMO.clear()
+        _MEMO[key] = _parse(Path(root), text)
+    return _MEMO[key]
+
+
+def _parse(root: Path, text: str) -> Project:
+    from site_builder.gather.content import parse_yaml
+    data, problem = parse_yaml(text, SITE_FILE)
+    if problem:
+        raise ProjectError([problem])
+    block = data.get("project") if isinstance(data, dict) else None
+    if not isinstance(block, dict):
+        line = getattr(data, "key_lines", {}).get("project", 1) if isinstance(data, dict) else 1
+        raise ProjectError([Problem(SITE_FILE, line, "no `project:` block: the builder does not know which package to document",
+                                    "add `project:` with `package: NAME` (the folder of the package) and `tests: FOLDER`")])
+    problems = []
+    lines = dict(getattr(block, "key_lines", {}))
+    lines["project"] = getattr(data, "key_lines", {}).get("project", 1)
+    for key in block:
+        if key not in SETTINGS:
+            from site_builder.base.problems import did_you_mean
+            problems.append(Problem(SITE_FILE, lines.get(key, 1), f"project.{key}: not a setting{did_you_mean(key, SETTINGS)}",
+                                    "the settings are " + ", ".join(SETTINGS)))
+    values = {k: block[k] for k in SETTINGS if k in block and block[k] is not None}
+    _check_kinds(values, lines, problems)
+    if "package" not in values:
+        problems.append(Problem(SITE_FILE, lines["project"], "project.package is not set: the builder does not know which package to document",
+                                "set `package:` to the folder of the package, e.g. `package: mypkg`"))
+    if problems:
+        raise ProjectError(problems)
+    project = Project(package=values["package"], tests=values.get("tests", "tests"),
+                      inputs=tuple(values.get("inputs", ())), hooks=values.get("hooks"),
+                      configs=tuple(ConfigSpec(c["class"], dict(c.get("axes") or {}), c.get("init_params"))
+                                    for c in values.get("configs", ())),
+                      probe_sizes=dict(values.get("probe_sizes", {})),
+                      decays=values.get("decays"),
+                      param_groups=tuple((g["match"], g["group"]) for g in values.get("param_groups", ())),
+                      block_prefix=values.get("block_prefix"), call_map_root=values.get("call_map_root"),
+                      lines=lines)
+    _check_folders(root, project, problems)
+    if problems:
+        raise ProjectError(problems)
+    return project
+
+
+def _check_kinds(values: dict, lines: dict, problems: list):
+    want = {"package": str, "tests": str, "hooks": str, "decays": str, "block_prefix": str,
+            "call_map_root": str, "inputs": list, "configs": list, "probe_sizes": dict, "param_groups": list}
+    for key, kind in want.items():
+        if key in values and not isinstance(values[key], kind):
+            problems.append(Problem(SITE_FILE, lines.get(key, 1), f"project.{key} is {yaml_kind(values[key])}",
+                                    f"write {SETTINGS[key]}"))
+            values.pop(key)
+    for letter, size in values.get("probe_sizes", {}).items():
+        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+            problems.append(Problem(SITE_FILE, lines.get("probe_sizes", 1), f"project.probe_sizes.{letter} is {size!r}",
+                                    "give each axis a whole number of 1 or more"))
+    for i, spec in enumerate(values.get("configs", [])):
+        if not (isinstance(spec, dict) and "class" in spec and set(spec) <= CONFIG_KEYS
+                and isinstance(spec.get("axes") or {}, dict)):
+            problems.append(Problem(SITE_FILE, lines.get("configs", 1), f"project.configs[{i}] is not {{class, axes, init_params}}",
+                                    "write each config as `- {class: pkg.config.Config, axes: {field: LETTER}, "
+                                    "init_params: pkg.module.init_params}`"))
+            values.pop("configs")
+            break
+    for i, group in enumerate(values.get("param_groups", [])):
+        if not (isinstance(group, dict) and set(group) == {"match", "group"}):
+            problems.append(Problem(SITE_FILE, lines.get("param_groups", 1), f"project.param_groups[{i}] is not {{match, group}}",
+                                    "write each group as `- {match: REGEX, group: NAME}`"))
+            values.pop("param_groups")
+            break
+
+
+def _check_folders(root: Path, project: Project, problems: list):
+    if not (root / project.package / "__init__.py").is_file():
+        problems.append(Problem(SITE_FILE, project.lines.get("package", 1),
+                                f"project.package names {project.package}/, which is not a package folder at the project root "
+                                f"({'no such folder' if not (root / project.package).is_dir() else 'it has no __init__.py'})",
+                                "set `package:` to the folder of the package to document"))
+    for setting, folder in [("tests", project.tests)] + [("inputs", f) for f in project.inputs]:
+        if not (root / folder).is_dir():
+            problems.append(Problem(SITE_FILE, project.lines.get(setting, 1), f"project.{setting} names {folder}/, which is not a folder "
+                                    f"at the project root", f"create it, or set `{setting}:` to the folder it is"))
+    if project.hooks and not (root / project.hooks).is_file():
+        problems.append(Problem(SITE_FILE, project.lines.get("hooks", 1), f"project.hooks names {project.hooks}, which is not a file",
+                                "create it, or remove the setting"))
+
+
+def resolve(dotted: str):
+    """The object a dotted name names (`pkg.module.name`): imported on first use."""
+    module, _, name = dotted.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def hooks_module(root: Path, project: Project):
+    """The hooks module, imported from its file (None if the project names none)."""
+    if not project.hooks:
+        return None
+    path = (Path(root) / project.hooks).resolve()
+    loaded = sys.modules.get(HOOKS_MODULE)
+    if loaded is not None and getattr(loaded, "__file__", None) == str(path):
+        return loaded
+    spec = importlib.util.spec_from_file_location(HOOKS_MODULE, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[HOOKS_MODULE] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def hook(root: Path, project: Project, name: str):
+    """The hooks module's function `name`, or None when there is no such hook."""
+    module = hooks_module(root, project)
+    return getattr(module, name, None) if module is not None else None
