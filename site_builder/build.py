@@ -233,19 +233,21 @@ def reused_index(root: Path):
 
 
 def cached_shapes(root: Path, cfg, store):
-    """The probe runs (site_builder/run/shapes.py), in a child with their inputs recorded and
-    cached like an example's: the model, the builder's code, and the packages they load (a
-    probe of model.generate imports model.train, and so tqdm). A run in which a probe failed
+    """The probe runs (site_builder/run/shapes.py) at the documented config `cfg`, in a child
+    with their inputs recorded and cached like an example's: the package, the hooks that name
+    the probes, the builder's code, and the packages they load. A run in which a probe failed
     is not cached; if the child itself fails, the probes run here."""
+    from site_builder.gather.project import load_project
     from site_builder.run.example_runner import recorded
     from site_builder.run.shapes import infer_shapes
+    project = load_project(root)
 
     def probe():
-        table = infer_shapes(vocab_size=cfg.vocab_size)
+        table = infer_shapes(root, project, cfg)
         return table, not table.failures
-    shapes = recorded(root, store, f"shape probes at vocab_size={cfg.vocab_size}", probe,
+    shapes = recorded(root, store, f"shape probes at {cfg!r}", probe,
                       root / "site_builder" / "run" / "shapes.py")
-    return shapes if shapes is not None else infer_shapes(vocab_size=cfg.vocab_size)
+    return shapes if shapes is not None else infer_shapes(root, project, cfg)
 
 
 def declared_probes(content):
@@ -258,23 +260,21 @@ def with_declared_shapes(root: Path, cfg, store, shapes, content):
     """The probe shapes plus those of the probes concepts declare (for functions no probe
     entry point reaches), run in a child and cached on the declarations like the probes.
     The probe entry points win where both reach a function."""
+    from site_builder.gather.project import load_project
+    from site_builder.run.declared_probes import infer_declared
     from site_builder.run.example_runner import recorded
-    from site_builder.run.shapes import ShapeTable, infer_declared
     declared = declared_probes(content)
     if not declared:
         return shapes
     key = digest(sorted(declared.items()))
+    project = load_project(root)
 
     def run():
-        return infer_declared(declared, cfg.vocab_size), True
-    found = recorded(root, store, f"declared shape probes {key} at vocab_size={cfg.vocab_size}", run,
-                     root / "site_builder" / "run" / "shapes.py")
-    table, errors = found if found is not None else infer_declared(declared, cfg.vocab_size)
-    merged = ShapeTable(shapes, failures=shapes.failures)
-    for qualname, infos in table.items():
-        merged.setdefault(qualname, infos)
-    merged.declared_errors = errors
-    return merged
+        return infer_declared(declared, project, cfg), True
+    found = recorded(root, store, f"declared shape probes {key} at {cfg!r}", run,
+                     root / "site_builder" / "run" / "declared_probes.py")
+    table, errors = found if found is not None else infer_declared(declared, project, cfg)
+    return shapes.with_declared(table, errors)
 
 
 class Memos:

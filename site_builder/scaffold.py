@@ -104,12 +104,15 @@ def _test_refs(index, qualname, limit=2) -> list:
 
 def _shapes_for(root: Path, qualname: str, params: list, index) -> tuple[dict, dict | None]:
     """({name: symbolic shape}, the probe inputs to declare or None): from the probe entry
-    points if one reaches the function, else from a declared probe with (T, d) inputs when
-    every input is an array; else none (the example stub's run will check the shapes)."""
+    points if one reaches the function, else from a declared probe of two-axis inputs in the
+    documented config's first letters ((T, d)) when every input is an array; else none (the
+    example stub's run will check the shapes)."""
     from site_builder.build import cached_shapes, default_config
     from site_builder.base.cache import BuildCache
+    from site_builder.gather.project import load_project
+    from site_builder.run.declared_probes import infer_declared
     from site_builder.run.example_runner import ExampleStore
-    from site_builder.run.shapes import infer_declared
+    from site_builder.run.shapes import example_input_shape
     cfg = default_config(root)
     # The build's own cached probe run: the check that follows reuses it.
     table = cached_shapes(root, cfg, ExampleStore(root, BuildCache(root / ".build_cache")))
@@ -117,14 +120,16 @@ def _shapes_for(root: Path, qualname: str, params: list, index) -> tuple[dict, d
         return {k: v.symbolic for k, v in table[qualname].items()}, None
     import inspect
     from site_builder.run.example_shapes import array_params
-    from site_builder.run.trace import resolve_qualname
+    from site_builder.run.qualnames import resolve_qualname
     f = index.function(qualname)
-    if array_params(index.files[f.file][f.first_line - 1:f.end])[1]:
+    project = load_project(root)
+    shape = example_input_shape(project)
+    if shape is None or array_params(index.files[f.file][f.first_line - 1:f.end])[1]:
         return {}, None         # a parameter dict, a config, an rng: its example's run gives the shapes
     sig = inspect.signature(resolve_qualname(qualname))
-    probe = {p: "(T, d)" for p in params
+    probe = {p: shape for p in params
              if sig.parameters[p].default is inspect.Parameter.empty}
-    found, errors = infer_declared({qualname: probe}, cfg.vocab_size)
+    found, errors = infer_declared({qualname: probe}, project, cfg)
     if errors:
         return {}, probe
     return {k: v.symbolic for k, v in found.get(qualname, {}).items()}, probe
@@ -155,6 +160,7 @@ def _symbol_rows(names, shapes) -> list:
 def _example(qualname, params, shapes, names, module_text) -> tuple[str, str]:
     """(example function name, Python source to append) for content/examples/<slug>.py."""
     import numpy as np  # noqa: F401  (the stub's inputs are written as NumPy calls)
+    from site_builder.gather.shape_syntax import parse_shape
     fn = qualname.split(".")[-1]
     ex = f"{_short(qualname)}_worked"
     if re.search(rf"^def {ex}\(", module_text, re.M):
@@ -163,7 +169,7 @@ def _example(qualname, params, shapes, names, module_text) -> tuple[str, str]:
     consts, args = [], []
     for p in params:
         const = f"{_short(qualname).upper()}_{p.upper()}"
-        axes = len([a for a in shapes.get(p, "(T, d)").strip("()").split(",") if a.strip()])
+        axes = len(parse_shape(shapes[p])) if p in shapes else 2           # an input as the probe's, two axes
         value = {0: "0.5", 1: "np.linspace(-2.0, 2.0, 5)"}.get(axes, "np.linspace(-2.0, 2.0, 5).reshape(1, 5)")
         consts.append(f"{const} = {value}")
         args.append(const)

@@ -13,7 +13,8 @@ from model.transformer import init_params, embed_forward, forward, block_forward
 from site_builder.run.examples import (ExampleResult, gradcheck_table, table, fmt_number, fmt_array, matrix,
                                    nth_change, steps_table)
 from site_builder.gather.source_index import build_index
-from site_builder.run.trace import call_tree, qualname_of, trace_locals
+from site_builder.run.qualnames import qualname_of
+from site_builder.run.trace import call_tree, trace_locals
 from site_builder.run.training_run import corpus_window, run_label
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,10 +46,14 @@ SETTINGS = {
     "param_groups": "the parameter table's groups, a list of {match: REGEX, group: NAME}",
     "block_prefix": "the prefix of a per-block parameter's name, with {l} for the block index",
     "call_map_root": "the function whose first traced call the landing page draws, a dotted name",
+    # shape probes and declared-shape checks (site_builder/run/shapes.py, run/example_shapes.py)
+    "lengths": "the axis letters that are lengths a call chooses (a sequence's length), each with what it is, as "
+               "{LETTER: WORDS}: a probe or an example's run sizes them, never a config field of that letter, "
+               "which only bounds them",
 }
 
 
-CONFIG_KEYS = {"class", "axes", "init_params"}
+CONFIG_KEYS = {"class", "axes", "init_params", "axes_by_name"}
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,14 @@ class ConfigSpec:
     class_name: str
     axes: dict = field(default_factory=dict)
     init_params: str | None = None
+    # (regex, {field: letter}): for an array whose name the regex finds, which field sizes a letter
+    # several fields share (the first rule that matches wins); see letters_for_name
+    axes_by_name: tuple = ()
+
+    def letters_for_name(self, name: str) -> dict:
+        """{field: letter} of the first `axes_by_name` rule whose regex is found in the array's
+        name ({} if none): which of the fields that share a letter sizes this array."""
+        return next((dict(axes) for match, axes in self.axes_by_name if re.search(match, name)), {})
 
 
 @dataclass(frozen=True)
@@ -72,6 +85,7 @@ class Project:
     block_prefix: str | None = None
     call_map_root: str | None = None
     lines: dict = field(default_factory=dict, compare=False)    # setting -> its line in site.yaml
+    lengths: dict = field(default_factory=dict)   # letter of a call's length -> what it is
 
     @property
     def code_folders(self) -> tuple:
@@ -98,6 +112,11 @@ class Project:
     def owns(self, qualname: str) -> bool:
         """True for a dotted name inside the documented package."""
         return qualname == self.package or qualname.startswith(self.package + ".")
+
+    def axes_for(self, config) -> dict:
+        """{field: letter} of a config object's class ({} for a class `configs` does not list)."""
+        spec = self.config_spec(type(config).__name__)
+        return dict(spec.axes) if spec else {}
 
 
 class ProjectError(BuildFailed):
@@ -149,13 +168,14 @@ def _parse(root: Path, text: str) -> Project:
         raise ProjectError(problems)
     project = Project(package=values["package"], tests=values.get("tests", "tests"),
                       inputs=tuple(values.get("inputs", ())), hooks=values.get("hooks"),
-                      configs=tuple(ConfigSpec(c["class"], dict(c.get("axes") or {}), c.get("init_params"))
+                      configs=tuple(ConfigSpec(c["class"], dict(c.get("axes") or {}), c.get("init_params"),
+                                               tuple((r["match"], dict(r["axes"])) for r in c.get("axes_by_name") or ()))
                                     for c in values.get("configs", ())),
                       probe_sizes=dict(values.get("probe_sizes", {})),
                       decays=values.get("decays"),
                       param_groups=tuple((g["match"], g["group"]) for g in values.get("param_groups", ())),
                       block_prefix=values.get("block_prefix"), call_map_root=values.get("call_map_root"),
-                      lines=lines)
+                      lines=lines, lengths=dict(values.get("lengths", {})))
     _check_folders(root, project, problems)
     if problems:
         raise ProjectError(problems)
@@ -164,7 +184,8 @@ def _parse(root: Path, text: str) -> Project:
 
 def _check_kinds(values: dict, lines: dict, problems: list):
     want = {"package": str, "tests": str, "hooks": str, "decays": str, "block_prefix": str,
-            "call_map_root": str, "inputs": list, "configs": list, "probe_sizes": dict, "param_groups": list}
+            "call_map_root": str, "inputs": list, "configs": list, "probe_sizes": dict, "param_groups": list,
+            "lengths": dict}
     for key, kind in want.items():
         if key in values and not isinstance(values[key], kind):
             problems.append(Problem(SITE_FILE, lines.get(key, 1), f"project.{key} is {yaml_kind(values[key])}",
@@ -182,12 +203,35 @@ def _check_kinds(values: dict, lines: dict, problems: list):
                                     "init_params: pkg.module.init_params}`"))
             values.pop("configs")
             break
+    _check_axes_by_name(values, lines, problems)
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in values.get("lengths", {}).items()):
+        problems.append(Problem(SITE_FILE, lines.get("lengths", 1), "project.lengths has an entry that is not LETTER: WORDS",
+                                "write each letter with what it is, e.g. `lengths: {T: sequence length}`"))
+        values.pop("lengths")
     for i, group in enumerate(values.get("param_groups", [])):
         if not (isinstance(group, dict) and set(group) == {"match", "group"}):
             problems.append(Problem(SITE_FILE, lines.get("param_groups", 1), f"project.param_groups[{i}] is not {{match, group}}",
                                     "write each group as `- {match: REGEX, group: NAME}`"))
             values.pop("param_groups")
             break
+
+
+def _check_axes_by_name(values: dict, lines: dict, problems: list):
+    """Each config's `axes_by_name` is a list of {match: REGEX, axes: {FIELD: LETTER}}."""
+    for i, spec in enumerate(values.get("configs", [])):
+        for rule in spec.get("axes_by_name") or ():
+            fine = isinstance(rule, dict) and set(rule) == {"match", "axes"} and isinstance(rule["axes"], dict)
+            try:
+                fine = fine and re.compile(str(rule["match"])) is not None
+            except re.error:
+                fine = False
+            if not fine:
+                problems.append(Problem(SITE_FILE, lines.get("configs", 1), f"project.configs[{i}].axes_by_name has an entry "
+                                        "that is not {match: REGEX, axes: {FIELD: LETTER}}",
+                                        "write each as `- {match: src, axes: {src_size: V}}`: arrays whose name the "
+                                        "regex finds take that field's size for the letter"))
+                values.pop("configs")
+                return
 
 
 def _check_folders(root: Path, project: Project, problems: list):
@@ -212,15 +256,19 @@ def resolve(dotted: str):
 
 
 def hooks_module(root: Path, project: Project):
-    """The hooks module, imported from its file (None if the project names none)."""
+    """The hooks module, imported from its file (None if the project names none). The file is
+    read on every call: an edit is seen by a long-lived process (serve), and a cached run that
+    calls a hook records the file as one of its inputs (site_builder/gather/inputs.py)."""
     if not project.hooks:
         return None
     path = (Path(root) / project.hooks).resolve()
+    source = path.read_bytes()
     loaded = sys.modules.get(HOOKS_MODULE)
-    if loaded is not None and getattr(loaded, "__file__", None) == str(path):
+    if loaded is not None and getattr(loaded, "__file__", None) == str(path) and getattr(loaded, "__source__", None) == source:
         return loaded
     spec = importlib.util.spec_from_file_location(HOOKS_MODULE, path)
     module = importlib.util.module_from_spec(spec)
+    module.__source__ = source
     sys.modules[HOOKS_MODULE] = module
     spec.loader.exec_module(module)
     return module

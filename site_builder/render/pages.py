@@ -268,8 +268,7 @@ class PageBuilder:
         """The first shape probe that raised and whose entry point reaches fn (by the index's
         call graph), or None. Its shapes are missing, and another probe's shapes of a function
         they share (relu_forward at the encoder-decoder's sizes) must not stand in for them."""
-        from site_builder.run.shapes import PROBES
-        order = list(PROBES)
+        order = list(getattr(self.shapes, "order", ()))
         infos = self.shapes.get(fn) or {}
         supplied = next(iter(infos.values())).probe if infos else None
         for f in self.probe_failures:
@@ -628,9 +627,14 @@ class PageBuilder:
         if others or not arrays:
             return (f"give the concept an example that calls {c['function']} (its run records the shapes: "
                     f"{', '.join(others) or 'its parameters'} cannot be built from a shape); or write the shape in words")
+        from site_builder.gather.project import load_project
+        from site_builder.run.shapes import declared_letters, example_input_shape
+        project = load_project(self.root)
+        letters, shape = declared_letters(project), example_input_shape(project)
         entries = ", ".join(f"{name}: ..." for name in arrays)
-        return (f"declare its inputs on the concept: probe: {{{entries}}}, each a shape such as '(T, d)' "
-                f"(axes T, d, F, V, h, dk, L or numbers) or a number; or give the concept an example that calls it")
+        return (f"declare its inputs on the concept: probe: {{{entries}}}, each a shape"
+                + (f" such as '{shape}'" if shape else "") + f" (axes {', '.join(letters + ['or numbers'])}"
+                + ") or a number; or give the concept an example that calls it")
 
     def example_checks(self, c, rows):
         """The concept's symbol rows that are not one recorded name: checked against the probe's
@@ -638,6 +642,7 @@ class PageBuilder:
         runs (each example recorded the first call of every model function it reached).
         Returns ({line: message}, {line checked: how}, {line: why a row could not be checked},
         reached: an example ran the function)."""
+        from site_builder.gather.project import load_project
         from site_builder.run.example_shapes import check_rows, declared_shapes, from_probe
         fn = c["function"]
         wrong, checked, unknown, reached = {}, {}, {}, False
@@ -653,7 +658,8 @@ class PageBuilder:
             recorded = getattr(result, "shapes", None) or {}
             names = recorded.get(fn)
             reached |= names is not None
-            w, ok, why = check_rows(rows, names or {}, recorded, result.data, f"the example {ref}'s run of {fn}")
+            w, ok, why = check_rows(rows, names or {}, recorded, result.data, f"the example {ref}'s run of {fn}",
+                                    project=load_project(self.root))
             for line, message in w.items():
                 wrong.setdefault(line, message)
             for line in ok:
@@ -700,6 +706,7 @@ class PageBuilder:
         disagreement is no problem: a callee's recording is its first call, which may be
         another caller's (layer_norm_forward of the language model, not of the encoder), so
         such a row stays unmarked, as a row in words does."""
+        from site_builder.gather.project import load_project
         from site_builder.run.example_shapes import check_rows, from_probe
         if not lines:
             return {}
@@ -721,7 +728,8 @@ class PageBuilder:
                 names = recorded.get(q)
                 if not names or not open_lines:
                     continue
-                w, ok, _ = check_rows(rows, names, recorded, data, f"{where} of {q}", letters)
+                w, ok, _ = check_rows(rows, names, recorded, data, f"{where} of {q}", letters,
+                                      project=load_project(self.root))
                 for line in open_lines:
                     if line in ok:
                         verdicts[line][0].append(how)
@@ -892,6 +900,7 @@ class PageBuilder:
     def example_sizes(self, page, s):
         """The sizes a shapes block with `config: module:function` is shown at: the config
         (data["config"]) and the sequence lengths (data["lengths"]) that example ran with."""
+        from site_builder.gather.project import load_project
         from site_builder.run.shapes import sizes_of
         ref = str(s["config"])
         result = self.example_result(ref, page.file, s.line_of("config"))
@@ -904,19 +913,16 @@ class PageBuilder:
         self.model.references.append(dict(page=self.page_slug, concept=None, equation=None, role="shapes-config",
                                           function=ref, file=f"content/examples/{ref.partition(':')[0]}.py",
                                           start=None, end=None, code=None))
-        return dict(sizes=sizes_of(data["config"], data.get("lengths")), config=data["config"])
+        project, config = load_project(self.root), data["config"]
+        return dict(sizes=sizes_of(config, project.axes_for(config), data.get("lengths"), project.lengths), config=config,
+                    spec=project.config_spec(type(config).__name__))
 
     def info_at(self, info, sizes, name, page, s):
-        """info with its concrete shape and legend at the example's config. The encoder-decoder's
-        V is the target's vocabulary unless the array belongs to the source (its name says src)."""
+        """info with its concrete shape and legend at the example's config. A letter several
+        fields share is sized by the field the config's `axes_by_name` picks for the array's name."""
         import dataclasses as dc
-        from site_builder.run.shapes import at_config
-        table = dict(sizes["sizes"])
-        cfg = sizes["config"]
-        side = "src_vocab_size" if "src" in name else "tgt_vocab_size"
-        if hasattr(cfg, side):
-            table["V"] = (side, getattr(cfg, side))
-        found = at_config(info, table)
+        from site_builder.run.shapes import at_config, sized_for_name
+        found = at_config(info, sized_for_name(sizes["sizes"], sizes["config"], sizes["spec"], name))
         if found is None:
             self.problems.append(Problem(page.file, s.line_of("config"),
                                          f"cannot size {info.symbolic} of '{name}' at the config of {s['config']}",

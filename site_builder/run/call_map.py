@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from site_builder.base.problems import Problem
-from site_builder.run.trace import CallSite, call_tree, raising_location, resolve_qualname
+from site_builder.run.qualnames import resolve_qualname
+from site_builder.run.trace import CallSite, call_tree, raising_location
 
 STEP = "model.train.train_step"
 STEP_NUMBER = 1          # the step traced: the first, whose inputs need no training before them

@@ -27,6 +27,7 @@ from pathlib import Path
 from site_builder.base.cache import digest
 from site_builder.run.examples import ExampleResult, dependency_files, load_example, raising_line
 from site_builder.gather.inputs import InputState, Inputs, Recorder
+from site_builder.gather.project import load_project
 from site_builder.gather.playground import split_ref
 from site_builder.base.problems import Problem
 from site_builder.base.worker import Call, run_calls
@@ -232,14 +233,15 @@ def _blame(root):
 
 def _example_call(root, request, store):
     module = root / "content" / "examples" / f"{request.ref.partition(':')[0]}.py"
-    return Call(request.ref, lambda: _recording(root, store, lambda: _run_here(root, request.ref), module),
+    package = load_project(root).package       # read here: the settings are no input of the example
+    return Call(request.ref, lambda: _recording(root, store, lambda: _run_here(root, request.ref, package), module),
                 request.timeout, where=_blame(root))
 
 
-def _run_here(root, ref, record=True):
+def _run_here(root, ref, record=None):
     """In the child: ("ok", result) or ("failed", message, fix). Never raises. With `record`,
-    the result carries the shapes each model function held (site_builder/run/shape_recorder.py);
-    the playground, which only shows the blocks, does without."""
+    the documented package's name, the result carries the shapes each of its functions held
+    (site_builder/run/shape_recorder.py); the playground, which only shows the blocks, does without."""
     try:
         fn = load_example(root, ref)
     except LookupError as e:
@@ -255,7 +257,7 @@ def _run_here(root, ref, record=True):
     shapes = {}
     training_run.clear_runs_read()
     try:
-        with record_shapes(root, shapes) if record else nullcontext():
+        with record_shapes(root, shapes, record) if record else nullcontext():
             result = fn(**split_ref(ref)[1])
     except SystemExit as e:
         return "failed", f"example {ref} called sys.exit({e.code!r}) at {raising_line(e, root)}", \

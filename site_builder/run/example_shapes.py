@@ -1,13 +1,13 @@
-"""Shapes from an example's own run: what every function of `model/` held when its first
-call returned, recorded while the example ran, and the check of a concept's declared symbol
-shapes against them.
+"""Shapes from an example's own run: what every function of the documented package held when
+its first call returned, recorded while the example ran, and the check of a concept's
+declared letter shapes against them.
 
 Why this exists: the shape probes (site_builder/run/shapes.py) reach only what their entry
-points call. A function that takes a parameter dict, a path or an rng (`train_step`,
-`greedy_decode`, `train_val_split`) is documented with an example instead, and that example
-already runs it. So the example runner records, in the child that runs the example, the
-shapes of each model function's arguments and locals and what it returned (first call per
-function, wherever it happens in the call tree). Nothing runs twice.
+points call. A function that takes a parameter dict, a path or an rng (a training step, a
+decoder loop, a data split) is documented with an example instead, and that example already
+runs it. So the example runner records, in the child that runs the example, the shapes of
+each package function's arguments and locals and what it returned (first call per function,
+wherever it happens in the call tree). Nothing runs twice.
 
 Trade-offs, and why:
 
@@ -16,19 +16,23 @@ Trade-offs, and why:
   of a function returns (its final locals, like the probes' "latest value"). It is independent of `sys.settrace`, which
   the examples' own `trace_locals` use, so both run at once. Measured cost: see
   `record_shapes`.
-* **Every model function, not only the documented ones.** What is recorded depends only on
-  the example's code and the model (the inputs the example cache already keys on), never on
+* **Every package function, not only the documented ones.** What is recorded depends only on
+  the example's code and the package (the inputs the example cache already keys on), never on
   which page asks: so the cache stays honest without the content in its key, and a symbol's
   `code: starts (inside get_batch)` can name a callee's local.
-* **Letters at the example's sizes.** The probes give symbols by running twice at distinct
-  sizes; an example runs once. So each letter of a declared shape gets its size, in order,
-  from: a scalar symbol row of the concept (`B` with `code: tcfg.batch_size`), the model
-  dimensions (`d F V h dk L`) of the config the function ran with (or the example's
-  `data["config"]`), the example's `data["lengths"]`, and otherwise the first row that uses
-  it alone on an axis. Then every row is compared axis by axis: `(T, B)` against a traced
-  `(B, T)` fails when the example's B and T differ, and so does `(B, T)` against `(B, T, d)`.
-  Where two letters have the same size in the example a swap cannot be seen: the probes,
-  with their distinct sizes, are the stronger check where they reach.
+* **Letters at the example's sizes, from the project's axes.** The probes give letters by
+  running twice at distinct sizes; an example runs once. So each letter of a declared shape
+  gets its size, in order, from: a scalar symbol row of the concept (`B` with
+  `code: tcfg.batch_size`), the config the function ran with (or the example's
+  `data["config"]`), each of its fields that the project's `configs[].axes` gives a letter
+  (not the letters of a call's lengths, `lengths`, which a config field only bounds), the
+  example's `data["lengths"]`, and otherwise the first row that uses it alone on an axis.
+  Then every row is compared axis by axis: `(T, B)` against a traced `(B, T)` fails when
+  the example's B and T differ, and so does `(B, T)` against `(B, T, d)`. A letter only the
+  row itself sizes checks nothing: that is why the config's letters come from the project,
+  not from a list of one package's names. Where two letters have the same size in the
+  example a swap cannot be seen: the probes, with their distinct sizes, are the stronger
+  check where they reach.
 * **Codes are small expressions**, evaluated on the recorded shapes, not run: a name,
   `d["key"]`, `params[p + "bk"]` (with a recorded string `p`), `X[t]` (one axis less),
   `len(x)`, `x.shape[-1]`, `cfg.field`, `a @ b`, `NAME (inside FUNC)`, and `a, b` for
@@ -47,7 +51,6 @@ import re
 import numpy as np
 
 REDUCTIONS = ("max", "min", "sum", "mean", "argmax", "argmin")
-MODEL_DIMS = ("d", "F", "V", "h", "dk", "L")    # config sizes; lengths (T, S, B, N) vary per call
 
 
 # ---------------------------------------------------------------------- in the parent
@@ -307,29 +310,25 @@ class Row:
     tex_name: str = ""
 
 
-def config_sizes(names: dict, data: dict) -> dict:
-    """{letter: (size, where)} of the model dimensions the example ran at: from a config the
-    function held (its `cfg`), else from the example's data["config"]; plus data["lengths"]."""
-    from site_builder.run.shapes import SEQ2SEQ_FIELDS, LM_FIELDS
+def config_sizes(names: dict, data: dict, project) -> dict:
+    """{letter: (size, where)} of the config sizes the example ran at: the fields the
+    project's `configs[].axes` gives a letter, from a config the function held (its `cfg`),
+    else from the example's data["config"]; plus data["lengths"]. The letters of a call's
+    lengths (`project.lengths`) are never a config field's size."""
+    from site_builder.run.shapes import sizes_of
     out = {}
     for name, (kind, value) in names.items():
-        if kind != "c":
-            continue
-        table = SEQ2SEQ_FIELDS if any(f"{name}.{f}" in names for f in set(SEQ2SEQ_FIELDS) - set(LM_FIELDS)) else LM_FIELDS
-        for fname, letter in table.items():
+        spec = project.config_spec(value) if kind == "c" else None
+        for fname, letter in (spec.axes.items() if spec else ()):
             entry = names.get(f"{name}.{fname}")
-            if letter in MODEL_DIMS and entry and letter not in out:
+            if letter not in project.lengths and entry and letter not in out:
                 out[letter] = (entry[1], f"{name}.{fname}")
-        head = names.get(f"{name}.head_dim")
-        if head and "dk" not in out:
-            out["dk"] = (head[1], f"{name}.head_dim")
         if out:
-            break                   # the first model config it held (an optimizer's fields name no size)
+            break                   # the first documented config it held (an optimizer's fields name no size)
     config = data.get("config") if isinstance(data, dict) else None
     if config is not None and dataclasses.is_dataclass(config):
-        from site_builder.run.shapes import sizes_of
-        for letter, (field, n) in sizes_of(config).items():
-            if letter in MODEL_DIMS:
+        for letter, (field, n) in sizes_of(config, project.axes_for(config)).items():
+            if letter not in project.lengths:
                 out.setdefault(letter, (n, f"the example's config.{field}"))
     lengths = data.get("lengths") if isinstance(data, dict) else None
     for letter, n in (lengths.items() if isinstance(lengths, dict) else ()):
@@ -338,13 +337,17 @@ def config_sizes(names: dict, data: dict) -> dict:
     return out
 
 
-def check_rows(rows: list, names: dict, calls: dict, data: dict, function: str, sizes: dict | None = None):
-    """Check each Row against one recording of a function ({name: entry}): an example's, or
-    the probe's (`from_probe`, with `sizes` its letters); `function` names that run in the
-    messages ("the example tokens:first_batch's run of model.data.get_batch"). Returns ({line: message} for rows
+def check_rows(rows: list, names: dict, calls: dict, data: dict, function: str, sizes: dict | None = None,
+               project=None):
+    """Check each Row against one recording of a function ({name: entry}): an example's (its
+    letters' sizes from the `project`'s axes, `config_sizes`), or the probe's (`from_probe`,
+    with `sizes` its letters); `function` names that run in the messages ("the example
+    tokens:first_batch's run of pkg.data.get_batch"). Returns ({line: message} for rows
     that disagree, {lines checked}, {line: why not} for rows with a shape that this
     recording could not check)."""
-    sizes = dict(sizes) if sizes is not None else config_sizes(names, data)
+    if sizes is None and project is None:
+        raise TypeError("check_rows needs the letters' sizes or the project whose configs give them")
+    sizes = dict(sizes) if sizes is not None else config_sizes(names, data, project)
     evaluated = {}
     unknown = {}
     for row in rows:
@@ -452,19 +455,20 @@ def array_params(source_lines: list) -> tuple[list, list]:
     return arrays, others
 
 
-def from_probe(table: dict) -> tuple[dict, dict]:
+def from_probe(table: dict, sizes: dict | None = None) -> tuple[dict, dict]:
     """The probe's shapes ({qualname: {name: ShapeInfo}}) as a recording at the probe's
-    sizes, where every symbol has its own size, and those sizes: ({qualname: {name: entry}},
-    {letter: (size, where)}). Axes the probe could not name are left out."""
-    from site_builder.run.shapes import PROBE_SIZES
+    sizes, where every letter has its own size, and those sizes: ({qualname: {name: entry}},
+    {letter: (size, where)}). `sizes` defaults to the table's own (`ShapeTable.probe_sizes`).
+    Axes the probe could not name are left out."""
     from site_builder.gather.shape_syntax import parse_shape
+    sizes = getattr(table, "probe_sizes", {}) if sizes is None else sizes
     calls = {}
     for qualname, infos in table.items():
         names = {}
         for name, info in infos.items():
             axes = parse_shape(info.symbolic)
-            if info.ambiguous or not all(a.isdigit() or a in PROBE_SIZES for a in axes):
+            if info.ambiguous or not all(a.isdigit() or a in sizes for a in axes):
                 continue
-            names[name] = ("a", tuple(int(a) if a.isdigit() else PROBE_SIZES[a] for a in axes))
+            names[name] = ("a", tuple(int(a) if a.isdigit() else sizes[a] for a in axes))
         calls[qualname] = names
-    return calls, {sym: (n, "the probe's sizes") for sym, n in PROBE_SIZES.items()}
+    return calls, {sym: (n, "the probe's sizes") for sym, n in sizes.items()}

@@ -23,7 +23,7 @@ import numpy as np
 
 from site_builder.base.cache import digest
 from site_builder.base.problems import Problem
-from site_builder.run.trace import resolve_qualname
+from site_builder.run.qualnames import resolve_qualname
 
 DECIMALS = 4
 

@@ -48,7 +48,8 @@ import numpy as np
 
 from site_builder.run.shapes import check_distinct, probe_config, symbolize
 from site_builder.gather.shape_syntax import format_shape
-from site_builder.run.trace import _unwrap, qualname_of, repo_relative, trace_calls
+from site_builder.run.qualnames import REPO_ROOT, qualname_of, repo_relative, unwrap
+from site_builder.run.trace import trace_calls
 
 __all__ = ["ParamRow", "GROUPS", "param_rows", "total_count", "count_by_group", "block_pattern"]
 
@@ -276,7 +277,7 @@ def _first_appearance(trace, name, wanted: set) -> dict:
 # ------------------------------------------------------------------------------ rows
 
 def _raw_rows(cfg, init, seed):
-    fn = _unwrap(init)
+    fn = unwrap(init)
     codes = _nested_codes(fn.__code__, qualname_of(fn), {})
     own = fn.__code__
     result, traces = trace_calls(init, codes, cfg, np.random.default_rng(seed), snapshot="shapes")
@@ -300,7 +301,9 @@ def _raw_rows(cfg, init, seed):
                 if key not in source or t.call_index > source[key][0]:
                     source[key] = (t.call_index, qual, t, step)
 
-    pcfg, at_default, at_probe, _legend = probe_config(cfg)
+    from site_builder.gather.project import load_project
+    project = load_project(REPO_ROOT)
+    pcfg, at_default, at_probe, _legend = probe_config(cfg, project.axes_for(cfg), project.probe_sizes)
     check_distinct(at_probe, "parameter probe")
     probe_params = init(pcfg, np.random.default_rng(seed))
 

@@ -1,5 +1,5 @@
-"""In the child that runs an example: the shapes each function of `model/` held when its
-first call returned (site_builder/run/example_shapes.py says why and how they are checked).
+"""In the child that runs an example: the shapes each function of the documented package held
+when its first call returned (site_builder/run/example_shapes.py says why and how they are checked).
 
 Kept apart from the checking code because the example cache keys on this file
 (example_runner.RECORDING): an edit here reruns every example, an edit there does not.
@@ -15,12 +15,13 @@ from pathlib import Path
 import numpy as np
 
 MAX_ENTRIES = 400        # recorded names per function: a dict of every parameter is about 100
-MAX_STRING = 80          # longer strings (a corpus) are no prefix of a parameter name
+MAX_STRING = 80          # longer strings (a text read from a file) are no prefix of a parameter name
 
 
 def _entries(name, value, out, depth=0):
     """Flatten one value into out: arrays as ("a", shape), ints ("i", n), short strings
-    ("s", text); dicts by key, tuples and short lists by index, dataclasses by field."""
+    ("s", text); dicts by key, tuples and short lists by index, dataclasses by field (and by
+    each property that gives an int, such as a width computed from two fields)."""
     if len(out) >= MAX_ENTRIES:
         return
     if isinstance(value, np.ndarray):
@@ -48,16 +49,21 @@ def _entries(name, value, out, depth=0):
             v = getattr(value, f.name, None)
             if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
                 out[f"{name}.{f.name}"] = ("i", int(v))
-        head = getattr(value, "head_dim", None)
-        if isinstance(head, int):
-            out[f"{name}.head_dim"] = ("i", head)
+        for attr in dir(type(value)):                     # sorted, inherited ones too
+            if isinstance(getattr(type(value), attr, None), property):
+                try:
+                    v = getattr(value, attr)
+                except Exception:            # a property that needs more than the config
+                    continue
+                if isinstance(v, int) and not isinstance(v, bool):
+                    out[f"{name}.{attr}"] = ("i", v)
         out[name] = ("c", type(value).__name__)
 
 
 @contextmanager
-def record_shapes(root: Path, into: dict):
+def record_shapes(root: Path, into: dict, package: str):
     """While the block runs, fill `into` with {qualname: {name: entry}} for the first call of
-    every function defined under root/model/ to return (entries as in `_entries`, the
+    every function defined under root/`package`/ to return (entries as in `_entries`, the
     returned value as `return`, a returned tuple as `return[0]`, ...).
 
     A profile hook, not `sys.settrace`: the examples' own `trace_locals` replace the trace
@@ -66,13 +72,13 @@ def record_shapes(root: Path, into: dict):
     without it, 13.8 s with it (Python 3.11 runs every frame on its slower tracing path while
     a hook is set; a cold build spends about 35 s of CPU on examples, most of it starting
     processes). Cached results pay nothing."""
-    model_dir = os.path.realpath(Path(root) / "model") + os.sep
+    package_dir = os.path.realpath(Path(root) / package) + os.sep
     done: set = set()
 
     def record(frame, arg):
         code = frame.f_code
-        rel = os.path.realpath(code.co_filename)[len(model_dir):]
-        module = "model." + rel[:-3].replace(os.sep, ".") if rel.endswith(".py") else "model"
+        rel = os.path.realpath(code.co_filename)[len(package_dir):]
+        module = f"{package}." + rel[:-3].replace(os.sep, ".") if rel.endswith(".py") else package
         module = module[:-len(".__init__")] if module.endswith(".__init__") else module
         names: dict = {}
         for name, value in list(frame.f_locals.items()):
@@ -96,7 +102,7 @@ def record_shapes(root: Path, into: dict):
         if code in done:
             return
         done.add(code)
-        if os.path.realpath(code.co_filename).startswith(model_dir):
+        if os.path.realpath(code.co_filename).startswith(package_dir):
             record(frame, arg)
 
     previous = sys.getprofile()

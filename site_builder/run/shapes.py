@@ -1,42 +1,43 @@
-"""Tensor shapes at the real config, with symbols, from running the code.
+"""Tensor shapes at the documented config, with letters, from running the code.
 
 A page says "Xn (T, d) (16, 32)". Neither half is typed by an author: this module runs the
-model's own entry points under :func:`site_builder.run.trace.trace_calls` (shapes only, first
-call of every function of ``model/``), and
+documented package's own entry points under :func:`site_builder.run.trace.trace_calls` (shapes
+only, first call of every function of the package), and
 
 * reads the **concrete** shape of every array local (and every array in a dict local, and
   every returned array) at the **default** config, which is what the site documents;
-* runs the same entry point again at a **probe** config where every dimension has its own
-  size (``T=6, h=5, dk=8, d=40, F=47, V=13, L=3``; ``S=9`` and ``M=17`` for the
-  encoder-decoder; ``n=11`` new tokens for generation), and maps each axis of the probe shape back to the one symbol of that
-  size, which gives the **symbolic** shape ``(T, d)``.
+* runs the same entry point again at a **probe** config where every axis letter has its own
+  size (the project's ``probe_sizes``), and maps each axis of the probe shape back to the one
+  letter of that size, which gives the **symbolic** shape ``(T, d)``.
 
 Trade-offs, and why:
 
 * **Probing instead of symbolic execution.** Running the real code twice is exact for
   whatever the code does (reshapes, broadcasting, ``keepdims``) and needs no model of NumPy.
-  Its weak spot is an axis whose size is a *combination* of symbols (``T + n``, ``B * T``)
+  Its weak spot is an axis whose size is a *combination* of letters (``T + n``, ``B * T``)
   or a coincidence. Coincidences are made impossible by construction: the probe sizes are
   checked to be pairwise distinct and different from the small numbers code uses on its own
-  (0, 1, 2). Combinations match no symbol, so they come out as the number at the default
+  (0, 1, 2). Combinations match no letter, so they come out as the number at the default
   config and the axis is reported in ``ShapeInfo.ambiguous``. An axis with the same size in
   both runs (the ``1`` of ``keepdims``) is a constant: it is printed as the number and is
-  not ambiguous. Each inferred symbol is also checked against the default run (the symbol's
+  not ambiguous. Each inferred letter is also checked against the default run (the letter's
   default size must equal the concrete axis), so a wrong guess cannot pass silently.
-* **First call per function.** A function called many times (``linear_forward``) is shown
+* **First call per function.** A function called many times (a linear layer) is shown
   with the shapes of its first call. Pages that need another call's shapes show the caller's
   locals instead, which are also inferred.
-* **Probes are a registry.** :data:`PROBES` maps a name to an entry point and a builder
-  that returns the arguments at both configs and the size of every symbol at both. The
-  language model's ``loss_and_grads`` is always there; the encoder-decoder's
-  ``loss_and_grads`` and ``model.generate.generate`` are used when their modules exist
-  (checked with :func:`importlib.util.find_spec`) and skipped silently otherwise. When
-  several probes reach the same function, the first probe in the registry wins in
-  :func:`infer_shapes`; :func:`infer_shapes_by_probe` keeps them apart.
-* **Symbols come from the config's field names** (``emb_dim`` is ``d``), so a renamed field
-  shows up as a missing symbol instead of a wrong number. :data:`SYMBOLS` is the legend of
-  the language model: the page prints "T = seq_len = 16. d = emb_dim = 32." from
-  :func:`legend_text`.
+* **The project names the probes; the builder runs them.** What must be code (the arguments
+  of a call: parameters from an init function, ids, a prompt) is the hooks module's
+  ``probes(config)`` (site_builder/gather/project.py), which lists each probe's entry point,
+  its config and a function that makes the call's arguments at a config. What is generic is
+  here: the probe config (each field the project's ``configs[].axes`` gives a letter set to
+  that letter's probe size), the two runs, the mapping back to letters, the distinct-size
+  checks and the failure messages. Without the hook nothing is probed (a concept's own
+  ``probe:`` still is); a probe whose entry's module is not there is skipped. When several
+  probes reach the same function, the first wins in :func:`infer_shapes`;
+  :func:`infer_shapes_by_probe` keeps them apart.
+* **Letters come from the config's field names, as the project maps them** (``emb_dim: d``),
+  so a renamed field shows up as a missing letter instead of a wrong number, and the page
+  prints "T = seq_len = 16." from :func:`legend_text`.
 * **Nothing is cached here, everything is plain data.** Results are frozen dataclasses of
   strings, ints and tuples: deterministic for a given source tree and picklable, so the
   build cache can store them.
@@ -44,9 +45,7 @@ Trade-offs, and why:
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import importlib.util
-import inspect
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -54,44 +53,22 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from site_builder.gather.project import hook
 from site_builder.gather.shape_syntax import format_shape, parse_shape
-from site_builder.run.trace import Shape, module_functions, raising_location, resolve_qualname, trace_calls
+from site_builder.run.qualnames import module_functions, resolve_qualname
+from site_builder.run.snapshots import Shape
+from site_builder.run.trace import raising_location, trace_calls
 
-__all__ = ["ShapeInfo", "Probe", "ProbeSetup", "ProbeError", "ProbeFailure", "ShapeTable", "PROBES", "SYMBOLS",
-           "PROBE_SIZES", "INCIDENTAL_SIZES", "LM_FIELDS", "SEQ2SEQ_FIELDS",
-           "register_probe", "available_probes", "probe_config", "fields_for", "symbolize",
-           "check_distinct",
-           "run_probe", "infer_shapes", "infer_shapes_by_probe", "check_declared",
-           "legend_text", "switches_apart"]
+__all__ = ["ShapeInfo", "Probe", "ProbeSetup", "ProbeError", "ProbeFailure", "ShapeTable", "INCIDENTAL_SIZES",
+           "project_probes", "probe_setup", "available_probes", "probe_config", "symbolize", "check_distinct",
+           "run_probe", "infer_shapes", "infer_shapes_by_probe", "check_declared", "declared_letters",
+           "example_input_shape", "legend_text", "sizes_of", "sized_for_name", "at_config", "switches_apart"]
 
-# --------------------------------------------------------------------------- symbols
-
-#: Legend of the language model: symbol -> the ModelConfig field (or property) it stands for.
-SYMBOLS = {"T": "seq_len", "d": "emb_dim", "F": "ff_dim", "V": "vocab_size",
-           "h": "num_heads", "dk": "head_dim", "L": "num_layers"}
-
-#: Sizes of the probe run. Pairwise distinct, none in INCIDENTAL_SIZES, d = h * dk.
-PROBE_SIZES = {"T": 6, "S": 9, "h": 5, "dk": 8, "d": 40, "F": 47, "V": 13, "L": 3,
-               "M": 17, "n": 11}
-
-#: Sizes code produces on its own (keepdims axes, pairs): no symbol may have them at the probe.
+#: Sizes code produces on its own (keepdims axes, pairs): no letter may have them at the probe.
 INCIDENTAL_SIZES = frozenset({0, 1, 2})
 
-#: Config field -> symbol, for the language model (T is the sequence length = seq_len).
-LM_FIELDS = {"seq_len": "T", "emb_dim": "d", "d_model": "d", "num_heads": "h",
-             "n_heads": "h", "ff_dim": "F", "d_ff": "F", "vocab_size": "V",
-             "num_layers": "L", "n_layers": "L"}
-
-#: Config field -> symbol, for the encoder-decoder (S and T are the lengths of the two
-#: sequences a call receives; a maximum length in the config is M).
-SEQ2SEQ_FIELDS = {"seq_len": "M", "max_len": "M", "max_seq_len": "M", "emb_dim": "d",
-                  "d_model": "d", "num_heads": "h", "n_heads": "h", "ff_dim": "F",
-                  "d_ff": "F", "vocab_size": "V", "src_vocab_size": "V",
-                  "tgt_vocab_size": "V", "num_layers": "L", "n_layers": "L",
-                  "num_enc_layers": "L", "num_dec_layers": "L",
-                  "num_encoder_layers": "L", "num_decoder_layers": "L"}
-
-_HEAD_DIM_ATTRS = ("head_dim", "d_k", "dk")
+#: The keys of one probe the hook returns; the first three are required.
+PROBE_KEYS = ("name", "entry", "config", "args", "lengths")
 
 
 class ProbeError(RuntimeError):
@@ -100,9 +77,9 @@ class ProbeError(RuntimeError):
 
 @dataclass(frozen=True)
 class ProbeFailure:
-    """A probe whose setup or run raised (the model code is broken, or the probe does not fit
-    it): which probe, its entry point, the error, and the line that raised (``file`` and
-    ``line`` repository-relative, ``None`` when no line of the repository was on the stack).
+    """A probe whose setup or run raised (the package's code is broken, or the probe does not
+    fit it): which probe, its entry point, the error, and the line that raised (``file`` and
+    ``line`` repository-relative, ``None`` when no line of the package was on the stack).
     Plain data, so the build cache can keep it with the shapes."""
     probe: str
     entry: str
@@ -116,20 +93,33 @@ class ProbeFailure:
         return f"{self.file}:{self.line}" if self.file else ""
 
     def describe(self) -> str:
-        """``the shape probe model.transformer.loss_and_grads raised KeyError: 'b0.bq' at
-        model/attention.py:40 (Q, _ = linear_forward(...))``"""
+        """``the shape probe pkg.net.loss raised KeyError: 'w2' at pkg/layers.py:40
+        (h = x @ params["w2"])``"""
         at = f" at {self.where}" + (f" ({self.code})" if self.code else "") if self.file else ""
         return f"the shape probe {self.entry} raised {self.error}{at}"
 
 
 class ShapeTable(dict):
-    """{qualname: {name: ShapeInfo}}, plus ``failures``: the probes that raised. A probe that
-    raises does not stop the others, nor the build: the pages that need its shapes report it
-    with their own file and line (site_builder/render/pages.py)."""
+    """{qualname: {name: ShapeInfo}}, plus ``failures``: the probes that raised; ``order``: the
+    probes' names in the order they ran (the first one's shapes of a function win);
+    ``probe_sizes``: each letter's size in the probe runs. A probe that raises does not stop the
+    others, nor the build: the pages that need its shapes report it with their own file and
+    line (site_builder/render/pages.py)."""
 
-    def __init__(self, *args, failures=(), **kwargs):
+    def __init__(self, *args, failures=(), order=(), probe_sizes=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.failures = list(failures)
+        self.order = tuple(order)
+        self.probe_sizes = dict(probe_sizes or {})
+
+    def with_declared(self, table: dict, errors: dict) -> "ShapeTable":
+        """A copy with the functions of `table` (the probes concepts declare) that no probe
+        reaches, and ``declared_errors``: {qualname: why its declared probe could not run}."""
+        merged = ShapeTable(self, failures=self.failures, order=self.order, probe_sizes=self.probe_sizes)
+        for qualname, infos in table.items():
+            merged.setdefault(qualname, infos)
+        merged.declared_errors = errors
+        return merged
 
 
 @dataclass(frozen=True)
@@ -141,9 +131,9 @@ class ShapeInfo:
     for an array in a dict local, ``return`` / ``return[0]`` / ``return[1]["Xhat"]`` for what
     the function returned; ``function``: qualname; ``line``: the line that last bound or
     changed it in the probe run (``None`` for an argument never rebound, or a return value);
-    ``ambiguous``: axes whose size matched no symbol (or several) although it differs between
+    ``ambiguous``: axes whose size matched no letter (or several) although it differs between
     the two runs: they are printed as the default number; ``probe``: which probe produced it;
-    ``legend``: ``(symbol, meaning, size at default)`` for each symbol used, in order."""
+    ``legend``: ``(letter, meaning, size at default)`` for each letter used, in order."""
     symbolic: str
     concrete: tuple
     concrete_str: str
@@ -157,9 +147,9 @@ class ShapeInfo:
 
 @dataclass(frozen=True)
 class ProbeSetup:
-    """What a probe builder returns: the entry's positional (and keyword) arguments at the
-    default and at the probe config, and each symbol's size at both; ``legend`` maps each
-    symbol to what it stands for (a config field, or words such as "source length")."""
+    """A probe ready to run: the entry's positional (and keyword) arguments at the default
+    and at the probe config, and each letter's size at both; ``legend`` maps each letter to
+    what it stands for (a config field, or words such as "source length")."""
     default_args: tuple
     probe_args: tuple
     symbols_at_default: dict
@@ -171,32 +161,51 @@ class ProbeSetup:
 
 @dataclass(frozen=True)
 class Probe:
-    """A registered probe: ``entry`` is the qualname of the function to run; ``build(vocab_size)``
-    returns a :class:`ProbeSetup`, or ``None`` to be skipped (its module does not exist);
-    ``scope``: the package whose functions are traced."""
+    """One probe the hooks name: ``entry`` is the dotted name of the function to run;
+    ``config`` the config of its default run; ``args(config, sizes)`` the call's positional
+    arguments (a tuple) or keyword arguments (a dict) at a config, ``sizes`` being each
+    letter's size in that run; ``lengths`` the letters of a call's lengths, which no config
+    field sizes (the project's ``lengths`` says what each is): {letter: size in the default
+    run, or None for the probe size in both runs}."""
     name: str
     entry: str
-    build: Callable[[int], ProbeSetup | None]
-    scope: str = "model"
+    config: Any
+    args: Callable
+    lengths: dict = field(default_factory=dict)
 
 
-PROBES: dict[str, Probe] = {}
+# ------------------------------------------------------------------- the project's probes
+
+def project_probes(root, project, config) -> list[Probe]:
+    """The probes the hooks module's ``probes(config)`` returns ([] without that hook), for
+    the documented ``config``. A malformed answer is a ProbeError naming the hook."""
+    make = hook(root, project, "probes")
+    if make is None:
+        return []
+    made = make(config)
+    where = f"{project.hooks}: probes()"
+    if not isinstance(made, (list, tuple)):
+        raise ProbeError(f"{where} returned {type(made).__name__}, not a list of probes")
+    out = []
+    for i, entry in enumerate(made):
+        if not isinstance(entry, dict) or not {"name", "entry", "config", "args"} <= set(entry) \
+                or not set(entry) <= set(PROBE_KEYS) or not callable(entry["args"]):
+            raise ProbeError(f"{where}: probe {i} is not a dict of name, entry, config, args(config, sizes) "
+                             f"and optionally lengths (it has {', '.join(map(str, entry)) if isinstance(entry, dict) else type(entry).__name__})")
+        out.append(Probe(str(entry["name"]), str(entry["entry"]), entry["config"], entry["args"],
+                         dict(entry.get("lengths") or {})))
+    return out
 
 
-def register_probe(probe: Probe) -> Probe:
-    """Add (or replace) a probe; probes run in the order they were first registered."""
-    PROBES[probe.name] = probe
-    return probe
-
-
-def _module_exists(name: str) -> bool:
+def _module_missing(entry: str) -> bool:
+    """True when the module of ``entry`` (``pkg.mod`` of ``pkg.mod.fn``) is not there: a probe
+    of code not written yet is skipped. A name that is no module (``pkg.mod.Class`` of a
+    method) is not missing: resolving the entry says what is wrong with it."""
     try:
-        return importlib.util.find_spec(name) is not None
+        return importlib.util.find_spec(entry.rpartition(".")[0]) is None
     except (ImportError, ValueError):
         return False
 
-
-# ------------------------------------------------------------------- probe configs
 
 def check_distinct(sizes: dict[str, int], what: str = "probe") -> None:
     """Raise ProbeError unless the sizes are pairwise distinct and none is incidental."""
@@ -213,192 +222,76 @@ def check_distinct(sizes: dict[str, int], what: str = "probe") -> None:
         raise ProbeError(f"{what} sizes must be pairwise distinct: " + "; ".join(problems))
 
 
-def _head_dim(cfg):
-    for attr in _HEAD_DIM_ATTRS:
-        value = getattr(cfg, attr, None)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return attr, value
-    return None, None
+def _is_size(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
-def fields_for(cfg) -> dict[str, str]:
-    """The field table for a config: the encoder-decoder's if it has a field only the
-    encoder-decoder has (``max_len``, ``src_vocab_size``, ...), else the language model's."""
-    names = {f.name for f in dataclasses.fields(cfg)} if dataclasses.is_dataclass(cfg) else set()
-    return SEQ2SEQ_FIELDS if names & (set(SEQ2SEQ_FIELDS) - set(LM_FIELDS)) else LM_FIELDS
-
-
-def probe_config(cfg, fields: dict[str, str] | None = None, sizes: dict[str, int] = PROBE_SIZES):
-    """The probe version of the dataclass config ``cfg``: every field named in ``fields`` set
-    to the probe size of its symbol. Returns ``(probe_cfg, symbols_at_default,
-    symbols_at_probe, legend)``; the head width ``dk`` is read back from the config's
-    ``head_dim`` (or ``d_k``), never computed here. ``fields`` defaults to
-    :func:`fields_for` ``(cfg)``."""
-    if fields is None:
-        fields = fields_for(cfg)
+def probe_config(cfg, axes: dict, sizes: dict):
+    """The probe version of the dataclass config ``cfg``: every field ``axes`` ({field:
+    letter}) names set to the probe size (``sizes``) of its letter. Returns ``(probe_cfg,
+    letters_at_default, letters_at_probe, legend)``. An axis that is no field (a property
+    such as a head width computed from two fields) is read back from both configs, never
+    computed here. Where several fields share a letter, the legend names the first and the
+    sizes are the last's (the project keeps them equal in the configs it probes)."""
     if not dataclasses.is_dataclass(cfg):
         raise ProbeError(f"probe_config needs a dataclass config, got {type(cfg).__name__}")
-    changes, at_default, legend = {}, {}, {}
     names = {f.name for f in dataclasses.fields(cfg)}
-    for fname, sym in fields.items():
+    changes, legend = {}, {}
+    for fname, sym in axes.items():
         if fname in names:
+            if sym not in sizes:
+                raise ProbeError(f"{type(cfg).__name__}.{fname} has the letter {sym}, which has no probe size: "
+                                 f"add {sym} to project.probe_sizes")
             changes[fname] = sizes[sym]
-            at_default[sym] = getattr(cfg, fname)
-            legend.setdefault(sym, fname)
     try:
         pcfg = dataclasses.replace(cfg, **changes)
     except Exception as e:
         raise ProbeError(f"cannot build the probe {type(cfg).__name__}({changes}): {e}") from e
-    at_probe = {sym: getattr(pcfg, fname) for fname, sym in fields.items() if fname in names}
-    attr, dk = _head_dim(cfg)
-    if attr is not None and attr not in names:           # a property, e.g. head_dim
-        at_default["dk"] = dk
-        at_probe["dk"] = _head_dim(pcfg)[1]
-        legend["dk"] = attr
+    at_default, at_probe = {}, {}
+    for fname, sym in axes.items():
+        if fname in names or (_is_size(getattr(cfg, fname, None)) and _is_size(getattr(pcfg, fname, None))):
+            at_default[sym] = getattr(cfg, fname)
+            at_probe[sym] = getattr(pcfg, fname)
+            legend.setdefault(sym, fname)
     return pcfg, at_default, at_probe, legend
 
 
-def _config_with_vocab(cls, vocab_size: int, fields: dict[str, str]):
-    """Instantiate a config dataclass, filling required vocabulary fields with vocab_size."""
-    kwargs = {}
-    for f in dataclasses.fields(cls):
-        required = (f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
-        if required:
-            if fields.get(f.name) == "V":
-                kwargs[f.name] = vocab_size
-            else:
-                raise ProbeError(f"{cls.__name__}.{f.name} is required and the probe does not "
-                                 f"know what to pass for it; extend the field table in shapes.py")
-    return cls(**kwargs)
+def _call_arguments(made, probe: Probe) -> tuple[tuple, dict]:
+    if isinstance(made, dict):
+        return (), dict(made)
+    if isinstance(made, tuple):
+        return made, {}
+    raise ProbeError(f"the arguments of the probe {probe.name!r} are {type(made).__name__}, "
+                     "not a tuple (positional) or a dict (keyword)")
 
 
-def _ids(rng, V, *shape):
-    return rng.integers(0, V, size=shape)
-
-
-# --------------------------------------------------------------------------- builders
-
-def _build_lm(vocab_size: int = 65) -> ProbeSetup:
-    """loss_and_grads(params, ids, targets, cfg) on one sequence of length seq_len."""
-    from model.config import ModelConfig
-    from model.transformer import init_params
-
-    cfg = ModelConfig(vocab_size=vocab_size)
-    pcfg, at_default, at_probe, legend = probe_config(cfg, LM_FIELDS)
-
-    def args(c):
-        rng = np.random.default_rng(0)
-        params = init_params(c, rng)
-        ids = _ids(rng, c.vocab_size, c.seq_len)
-        return (params, ids, np.roll(ids, -1), c)
-
-    return ProbeSetup(args(cfg), args(pcfg), at_default, at_probe, legend)
-
-
-def _build_seq2seq(vocab_size: int = 65) -> ProbeSetup | None:
-    """model.seq2seq.loss_and_grads(params, src_ids, tgt_in_ids, tgt_out_ids, cfg) with
-    model.config.Seq2SeqConfig; S = source length, T = target length."""
-    if not _module_exists("model.seq2seq"):
+def probe_setup(probe: Probe, project) -> ProbeSetup | None:
+    """The probe's arguments and letters at its default and its probe config; None when its
+    entry's module is not there (skipped)."""
+    if _module_missing(probe.entry):
         return None
-    seq2seq = importlib.import_module("model.seq2seq")
-    config = importlib.import_module("model.config")
-    cls = getattr(config, "Seq2SeqConfig", None)
-    if cls is None:
-        raise ProbeError("model/seq2seq.py exists but model.config has no Seq2SeqConfig")
-    cfg = _config_with_vocab(cls, vocab_size, SEQ2SEQ_FIELDS)
-    pcfg, at_default, at_probe, legend = probe_config(cfg, SEQ2SEQ_FIELDS)
-    # One pair of sequences at the default config: as long as the config allows, at most 16.
-    longest = at_default.get("M", 16)
-    at_default["S"] = at_default["T"] = min(longest, 16)
-    at_probe["S"], at_probe["T"] = PROBE_SIZES["S"], PROBE_SIZES["T"]
-    if "M" in at_probe and at_probe["M"] < max(at_probe["S"], at_probe["T"]):
-        raise ProbeError("the probe's maximum length is shorter than its sequences")
-    legend = {"S": "source length", "T": "target length", **legend}
-
-    def args(c, S, T):
-        rng = np.random.default_rng(0)
-        params = seq2seq.init_params(c, rng)
-        V = at_probe["V"] if c is pcfg else at_default["V"]
-        return (params, _ids(rng, V, S), _ids(rng, V, T), _ids(rng, V, T), c)
-
-    return ProbeSetup(args(cfg, at_default["S"], at_default["T"]),
-                      args(pcfg, at_probe["S"], at_probe["T"]), at_default, at_probe, legend)
+    sizes = project.probe_sizes
+    pcfg, at_default, at_probe, legend = probe_config(probe.config, project.axes_for(probe.config), sizes)
+    words = {}
+    for sym, default in probe.lengths.items():
+        if sym not in sizes:
+            raise ProbeError(f"the probe {probe.name!r} has the length {sym}, which has no probe size: "
+                             f"add {sym} to project.probe_sizes ({project.where('probe_sizes')})")
+        at_default[sym] = sizes[sym] if default is None else int(default)
+        at_probe[sym] = sizes[sym]
+        words[sym] = project.lengths.get(sym, sym)
+    (dargs, dkw), (pargs, pkw) = (_call_arguments(probe.args(probe.config, dict(at_default)), probe),
+                                  _call_arguments(probe.args(pcfg, dict(at_probe)), probe))
+    return ProbeSetup(dargs, pargs, at_default, at_probe, {**words, **legend}, dkw, pkw)
 
 
-_GEN_IDS = ("ids", "prompt_ids", "prompt", "context", "idx", "tokens", "start_ids")
-_GEN_COUNT = ("num_new", "n_new", "max_new_tokens", "num_tokens", "new_tokens", "steps",
-              "length", "n")
-
-
-def _build_generate(vocab_size: int = 65) -> ProbeSetup | None:
-    """model.generate.generate, arguments filled by parameter name: params, cfg, an id prompt
-    of length seq_len, n new tokens (symbol n), temperature 1, no top-k, rng or seed."""
-    if not _module_exists("model.generate"):
-        return None
-    gen = importlib.import_module("model.generate")
-    fn = getattr(gen, "generate", None)
-    if fn is None:
-        raise ProbeError("model/generate.py exists but defines no generate()")
-    from model.config import ModelConfig
-    from model.transformer import init_params
-
-    cfg = ModelConfig(vocab_size=vocab_size)
-    pcfg, at_default, at_probe, legend = probe_config(cfg, LM_FIELDS)
-    at_default["n"] = at_probe["n"] = PROBE_SIZES["n"]
-    legend["n"] = "new tokens"
-    sig = inspect.signature(fn)
-
-    def args(c):
-        rng = np.random.default_rng(0)
-        params = init_params(c, rng)
-        pos, kw = [], {}
-        for p in sig.parameters.values():
-            name = p.name
-            if name == "params":
-                value = params
-            elif name in ("cfg", "config", "model_cfg"):
-                value = c
-            elif name in _GEN_IDS:
-                if p.annotation is str or p.annotation == "str":
-                    raise ProbeError(f"generate() takes a text prompt ({name}); the probe needs ids")
-                value = _ids(rng, c.vocab_size, c.seq_len)
-            elif name in ("rng", "generator"):
-                value = np.random.default_rng(0)
-            elif name == "seed":
-                value = 0
-            elif name in _GEN_COUNT:
-                value = PROBE_SIZES["n"]
-            elif name == "temperature":
-                value = 1.0
-            elif name in ("top_k", "top_p"):
-                value = None
-            elif p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                continue
-            else:
-                raise ProbeError(f"the generate probe cannot fill the parameter {name!r} of "
-                                 f"model.generate.generate{sig}; extend _build_generate in shapes.py")
-            if p.kind is p.KEYWORD_ONLY:
-                kw[name] = value
-            else:
-                pos.append(value)
-        return tuple(pos), kw
-
-    (dargs, dkw), (pargs, pkw) = args(cfg), args(pcfg)
-    return ProbeSetup(dargs, pargs, at_default, at_probe, legend, dkw, pkw)
-
-
-register_probe(Probe("lm", "model.transformer.loss_and_grads", _build_lm))
-register_probe(Probe("seq2seq", "model.seq2seq.loss_and_grads", _build_seq2seq))
-register_probe(Probe("generate", "model.generate.generate", _build_generate))
-
-
-def available_probes(vocab_size: int = 65) -> dict[str, ProbeSetup]:
-    """{name: setup} of every registered probe whose module exists, in registry order."""
+def available_probes(probes: Iterable[Probe], project) -> dict[str, ProbeSetup]:
+    """{name: setup} of every probe whose module exists, in order."""
     out = {}
-    for name, probe in PROBES.items():
-        setup = probe.build(vocab_size)
+    for probe in probes:
+        setup = probe_setup(probe, project)
         if setup is not None:
-            out[name] = setup
+            out[probe.name] = setup
     return out
 
 
@@ -437,30 +330,31 @@ def _shapes_of_trace(trace) -> dict[str, tuple[tuple, int | None]]:
     return out
 
 
-def _run_once(entry, scope, args, kwargs):
+def run_once(entry, scope, args, kwargs):
+    """{qualname: {name: (shape, line)}} of the first call of every function of the package
+    `scope` that entry(*args, **kwargs) reaches."""
     codes = module_functions(scope)
     _, traces = trace_calls(entry, codes, *args, snapshot="shapes", limit=1, **kwargs)
     return {q: _shapes_of_trace(ts[0]) for q, ts in traces.items()}
 
 
-def run_probe(name: str, vocab_size: int = 65) -> dict[str, dict[str, ShapeInfo]] | None:
-    """Run one registered probe at both configs; ``None`` if it is skipped."""
-    probe = PROBES[name]
-    setup = probe.build(vocab_size)
+def run_probe(probe: Probe, project) -> dict[str, dict[str, ShapeInfo]] | None:
+    """Run one probe at both configs; ``None`` if it is skipped."""
+    setup = probe_setup(probe, project)
     if setup is None:
         return None
-    check_distinct(setup.symbols_at_probe, f"probe {name!r}")
+    check_distinct(setup.symbols_at_probe, f"probe {probe.name!r}")
     entry = resolve_qualname(probe.entry)
-    default_run = _run_once(entry, probe.scope, setup.default_args, setup.default_kwargs)
-    probe_run = _run_once(entry, probe.scope, setup.probe_args, setup.probe_kwargs)
-    return _infer(name, setup, default_run, probe_run)
+    default_run = run_once(entry, project.package, setup.default_args, setup.default_kwargs)
+    probe_run = run_once(entry, project.package, setup.probe_args, setup.probe_kwargs)
+    return infer_from_runs(probe.name, setup, default_run, probe_run)
 
 
 def symbolize(probe_shape: tuple, concrete: tuple, symbols_at_default: dict,
               symbols_at_probe: dict) -> tuple[str, tuple[int, ...], list[str]]:
-    """Map each axis of ``probe_shape`` to the one symbol of that size at the probe, if that
-    symbol's default size is the ``concrete`` axis. Returns ``(symbolic, ambiguous axes,
-    symbols used in order)``; unmatched axes are printed as the concrete number and are
+    """Map each axis of ``probe_shape`` to the one letter of that size at the probe, if that
+    letter's default size is the ``concrete`` axis. Returns ``(symbolic, ambiguous axes,
+    letters used in order)``; unmatched axes are printed as the concrete number and are
     ambiguous unless they have the same size in both runs (a constant such as keepdims' 1)."""
     by_size: dict[int, list[str]] = {}
     for sym, size in symbols_at_probe.items():
@@ -476,12 +370,13 @@ def symbolize(probe_shape: tuple, concrete: tuple, symbols_at_default: dict,
                 used.append(matches[0])
         else:
             axes.append(str(c))
-            if p != c:                         # depends on the config, but on no one symbol
+            if p != c:                         # depends on the config, but on no one letter
                 ambiguous.append(i)
     return format_shape(axes), tuple(ambiguous), used
 
 
-def _infer(probe_name, setup: ProbeSetup, default_run, probe_run):
+def infer_from_runs(probe_name, setup: ProbeSetup, default_run, probe_run):
+    """{qualname: {name: ShapeInfo}} from the default and the probe run of one probe."""
     sd, sp = setup.symbols_at_default, setup.symbols_at_probe
     result: dict[str, dict[str, ShapeInfo]] = {}
     for qualname, names in probe_run.items():
@@ -489,7 +384,7 @@ def _infer(probe_name, setup: ProbeSetup, default_run, probe_run):
         infos = {}
         for name, (pshape, line) in names.items():
             if name not in defaults:
-                continue                       # only bound in one run (a branch, b2.* keys)
+                continue                       # only bound in one run (a branch, a key per layer)
             cshape = defaults[name][0]
             symbolic, ambiguous, used = symbolize(pshape, cshape, sd, sp)
             legend = tuple((s, str(setup.legend.get(s, s)), int(sd[s])) for s in used)
@@ -501,50 +396,82 @@ def _infer(probe_name, setup: ProbeSetup, default_run, probe_run):
     return result
 
 
-def probe_failure(name: str, exc: BaseException) -> ProbeFailure:
-    """What to report for probe ``name`` whose setup or run raised ``exc``: the error of the
-    model (a TraceError's cause) and the line of model/ that raised it."""
+def error_and_place(exc: BaseException, folder: str):
+    """("TypeName: message", (file, line, code) of the line under `folder` that raised, or
+    None): the package's error (a TraceError's cause), and its line."""
     cause = exc.__cause__ if exc.__cause__ is not None and not isinstance(exc, ProbeError) else exc
-    where = raising_location(exc) or raising_location(cause)
+    where = raising_location(exc, folder) or raising_location(cause, folder)
     error = f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__
     # A line of the builder (the probe could not find its entry point) is no line to fix.
-    file, line, code = where if where and where[0].startswith("model/") else (None, None, "")
-    return ProbeFailure(probe=name, entry=PROBES[name].entry, error=" ".join(error.split()),
-                        file=file, line=line, code=code)
+    return " ".join(error.split()), where if where and where[0].startswith(folder) else None
 
 
-def infer_shapes_by_probe(vocab_size: int = 65, probes: Iterable[str] | None = None,
-                          failures: list | None = None) -> dict[str, dict[str, dict[str, ShapeInfo]]]:
-    """{probe name: {qualname: {name: ShapeInfo}}} for each probe that is not skipped. With a
-    ``failures`` list, a probe that raises is appended to it as a :class:`ProbeFailure` and
-    the others still run; without one, the exception propagates."""
+def probe_failure(probe: Probe, exc: BaseException, package: str) -> ProbeFailure:
+    """What to report for ``probe`` whose setup or run raised ``exc``: the package's error
+    and the line of the package that raised it."""
+    error, where = error_and_place(exc, package + "/")
+    file, line, code = where or (None, None, "")
+    return ProbeFailure(probe=probe.name, entry=probe.entry, error=error, file=file, line=line, code=code)
+
+
+def _hook_failure(project, exc: BaseException) -> ProbeFailure:
+    """The hooks' probes() raised, or returned what is no list of probes."""
+    error, where = error_and_place(exc, project.hooks)
+    file, line, code = where or (project.hooks, 1, "")
+    return ProbeFailure(probe="probes", entry=f"{project.hooks}: probes()", error=error, file=file, line=line, code=code)
+
+
+def _probes_or_failure(root, project, config, failures) -> list[Probe]:
+    try:
+        return project_probes(root, project, config)
+    except Exception as e:
+        if failures is None:
+            raise
+        failures.append(_hook_failure(project, e))
+        return []
+
+
+def _run_all(probes, project, names, failures) -> dict:
     out = {}
-    for name in (PROBES if probes is None else probes):
+    for probe in probes:
+        if names is not None and probe.name not in names:
+            continue
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
-                # shapes only: a broken model's NaNs and overflows are not this run's to print
+                # shapes only: a broken package's NaNs and overflows are not this run's to print
                 warnings.simplefilter("ignore")
-                res = run_probe(name, vocab_size)
-        except Exception as e:       # the model's code raised (or the probe does not fit it)
+                res = run_probe(probe, project)
+        except Exception as e:       # the package's code raised (or the probe does not fit it)
             if failures is None:
                 raise
-            failures.append(probe_failure(name, e))
+            failures.append(probe_failure(probe, e, project.package))
             continue
         if res is not None:
-            out[name] = res
+            out[probe.name] = res
     return out
 
 
-def infer_shapes(vocab_size: int = 65, probes: Iterable[str] | None = None) -> ShapeTable:
-    """{qualname: {name: ShapeInfo}} over every probe (registry order; for a function that
+def infer_shapes_by_probe(root, project, config, names: Iterable[str] | None = None,
+                          failures: list | None = None) -> dict[str, dict[str, dict[str, ShapeInfo]]]:
+    """{probe name: {qualname: {name: ShapeInfo}}} for each probe of the project (at the
+    documented ``config``) that is not skipped; ``names`` picks some. With a ``failures`` list,
+    a probe that raises is appended to it as a :class:`ProbeFailure` and the others still run;
+    without one, the exception propagates."""
+    names = None if names is None else set(names)
+    return _run_all(_probes_or_failure(root, project, config, failures), project, names, failures)
+
+
+def infer_shapes(root, project, config, names: Iterable[str] | None = None) -> ShapeTable:
+    """{qualname: {name: ShapeInfo}} over every probe (in the hook's order; for a function that
     several probes reach, the first probe's shapes are kept, and a later probe adds the names
-    the first did not record). Never raises for a probe that
-    fails: the result's ``failures`` lists them."""
+    the first did not record). Never raises for a probe that fails: the result's ``failures``
+    lists them."""
     failures: list = []
-    merged = ShapeTable()
-    for per_probe in infer_shapes_by_probe(vocab_size, probes, failures).values():
+    probes = _probes_or_failure(root, project, config, failures)
+    merged = ShapeTable(order=[p.name for p in probes], probe_sizes=project.probe_sizes)
+    for per_probe in _run_all(probes, project, None if names is None else set(names), failures).values():
         for qualname, infos in per_probe.items():
-            # a name only a later probe records (q, built only with label smoothing) is kept too
+            # a name only a later probe records (built only with one option on) is kept too
             own = merged.setdefault(qualname, dict(infos))
             for name, info in infos.items():
                 own.setdefault(name, info)
@@ -556,7 +483,7 @@ def infer_shapes(vocab_size: int = 65, probes: Iterable[str] | None = None) -> S
 
 def check_declared(declared: str, info: ShapeInfo) -> str | None:
     """None if an author's declared shape agrees with the inferred one, else a message like
-    ``declared (T, d) but the code gives (T, F) for Z in model.transformer.ffn_forward``."""
+    ``declared (T, d) but the code gives (T, F) for Z in pkg.layers.ffn_forward``."""
     want, got = parse_shape(declared), parse_shape(info.symbolic)
     if want == got:
         return None
@@ -570,36 +497,56 @@ def check_declared(declared: str, info: ShapeInfo) -> str | None:
     return msg
 
 
+def declared_letters(project) -> list[str]:
+    """The axis letters a concept's `probe:` may use: the landing config's, in order."""
+    spec = project.config
+    return list(dict.fromkeys(spec.axes.values())) if spec else []
+
+
+def example_input_shape(project) -> str | None:
+    """A two-axis input shape in the landing config's first two letters (``(T, d)``), for a
+    probe to start from; None if it has fewer than two."""
+    letters = declared_letters(project)
+    return format_shape(letters[:2]) if len(letters) >= 2 else None
+
+
 def legend_text(infos: Iterable[ShapeInfo]) -> str:
-    """``"T = seq_len = 16. d = emb_dim = 32."`` for the symbols the shapes use, in order
+    """``"T = seq_len = 16. d = emb_dim = 32."`` for the letters the shapes use, in order
     of first use."""
     seen, parts = set(), []
     for info in infos:
         for sym, meaning, size in info.legend:
-            if (sym, meaning, size) not in seen:        # a symbol two fields share is listed once per field
+            if (sym, meaning, size) not in seen:        # a letter two fields share is listed once per field
                 seen.add((sym, meaning, size))
                 parts.append(f"{sym} = {meaning} = {size}." if meaning != sym else f"{sym} = {size}.")
     return " ".join(parts)
 
 
-def sizes_of(config, lengths=None) -> dict[str, tuple[str, int]]:
-    """symbol -> (what it stands for, size) at `config` (a config dataclass), plus the
-    sequence lengths an example ran with ({"S": 2, "T": 2}). A symbol two fields share
-    (the encoder-decoder's V: src_vocab_size and tgt_vocab_size) takes the first field's
-    size; `at_config` tells a row which one it means."""
+def sizes_of(config, axes: dict, lengths=None, words=None) -> dict[str, tuple[str, int]]:
+    """letter -> (what it stands for, size) at `config` (a config dataclass, its fields'
+    letters `axes`), plus the sequence lengths an example ran with ({"S": 2, "T": 2}), each
+    named by `words` (the project's `lengths`). A letter two fields share takes the first
+    field's size; `sized_for_name` tells a row which one it means."""
     out = {}
-    words = {"S": "source length", "T": "target length"}
+    words = words or {}
     for sym, n in (lengths or {}).items():
         out[sym] = (words.get(sym, sym), int(n))
-    for f in dataclasses.fields(config):
-        sym = fields_for(config).get(f.name)
-        value = getattr(config, f.name)
-        if sym and sym not in out and isinstance(value, int) and not isinstance(value, bool):
-            out[sym] = (f.name, value)
-    attr, dk = _head_dim(config)
-    if dk is not None:
-        out.setdefault("dk", (attr, dk))
+    fields = [f.name for f in dataclasses.fields(config)]
+    for name in fields + [a for a in axes if a not in fields]:      # fields first, then properties
+        sym, value = axes.get(name), getattr(config, name, None)
+        if sym and sym not in out and _is_size(value):
+            out[sym] = (name, value)
     return out
+
+
+def sized_for_name(sizes: dict, config, spec, name: str) -> dict:
+    """`sizes` (from :func:`sizes_of`) for the array called `name`: where several fields
+    share a letter, the field the config spec's `axes_by_name` picks for that name sizes it."""
+    table = dict(sizes)
+    for fname, sym in (spec.letters_for_name(name) if spec else {}).items():
+        if _is_size(getattr(config, fname, None)):
+            table[sym] = (fname, getattr(config, fname))
+    return table
 
 
 def switches_apart(config) -> list[tuple[str, bool, bool]]:
@@ -614,7 +561,7 @@ def switches_apart(config) -> list[tuple[str, bool, bool]]:
 def at_config(info: ShapeInfo, sizes: dict[str, tuple[str, int]]):
     """(concrete shape string, legend) of `info` at other sizes than the probe's default:
     each axis of the symbolic shape evaluated with `sizes`; None where an axis names a
-    symbol `sizes` lacks (or was printed as a number at the default config)."""
+    letter `sizes` lacks (or was printed as a number at the default config)."""
     axes, legend = [], []
     for axis in parse_shape(info.symbolic):
         if info.ambiguous or not re.fullmatch(r"[A-Za-z_]\w*(?:\s*[-+*/]\s*(?:[A-Za-z_]\w*|\d+))*", axis):
@@ -626,72 +573,3 @@ def at_config(info: ShapeInfo, sizes: dict[str, tuple[str, int]]):
         axes.append(eval(expr, {"__builtins__": {}}, {}))     # digits and + - * // only, checked above
         legend += [(n, sizes[n][0], sizes[n][1]) for n in names]
     return "(" + ", ".join(map(str, axes)) + ("," if len(axes) == 1 else "") + ")", tuple(legend)
-
-
-# ------------------------------------------------------- probes declared on a concept
-
-def declared_setup(fn, inputs: dict, vocab_size: int = 65) -> ProbeSetup:
-    """The arguments for a probe a concept declares (``probe: {Z: '(T, F)'}``): each named
-    parameter of ``fn`` gets an array of that shape (seeded normal draws) at the default and
-    at the probe sizes of the language model's symbols; an axis may also be a number, and a
-    value that is not in brackets is passed as the number it is (``eps: 1e-5``). A
-    parameter with a default may be left out; any other is a ProbeError naming it."""
-    from model.config import ModelConfig
-    _, at_default, at_probe, legend = probe_config(ModelConfig(vocab_size=vocab_size), LM_FIELDS)
-    params = inspect.signature(fn).parameters
-    for name in inputs:
-        if name not in params:
-            raise ProbeError(f"{fn.__qualname__} has no parameter {name!r} (its parameters: {', '.join(params)})")
-    missing = [p.name for p in params.values() if p.name not in inputs and p.default is inspect.Parameter.empty
-               and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-    if missing:
-        raise ProbeError(f"the probe gives no {', '.join(repr(m) for m in missing)}: declare a shape for every "
-                         f"parameter of {fn.__qualname__} that has no default")
-
-    def args(sizes):
-        rng = np.random.default_rng(0)
-        out = {}
-        for name, text in inputs.items():
-            if not str(text).strip().startswith("("):        # a number: passed as it is
-                try:
-                    out[name] = int(text) if re.fullmatch(r"-?\d+", str(text).strip()) else float(text)
-                except ValueError:
-                    raise ProbeError(f"{name!r}: {text!r} is neither a shape like '(T, d)' nor a number") from None
-                continue
-            axes = []
-            for axis in parse_shape(str(text)):
-                if axis.isdigit():
-                    axes.append(int(axis))
-                elif axis in sizes:
-                    axes.append(int(sizes[axis]))
-                else:
-                    raise ProbeError(f"unknown axis {axis!r} in the shape {text!r} of {name!r}; "
-                                     f"use a number or one of {', '.join(sizes)}")
-            out[name] = rng.standard_normal(tuple(axes))
-        return out
-    return ProbeSetup((), (), at_default, at_probe, legend, args(at_default), args(at_probe))
-
-
-def infer_declared(declared: dict, vocab_size: int = 65) -> tuple[dict, dict]:
-    """Shapes from the probes concepts declare: ``declared`` is {qualname: {param: shape}}.
-    Returns ({qualname: {name: ShapeInfo}} for every function those calls reach,
-    {qualname: error} for each declared probe that could not run)."""
-    table, errors = {}, {}
-    for qualname, inputs in sorted(declared.items()):
-        try:
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
-                warnings.simplefilter("ignore")
-                entry = resolve_qualname(qualname)
-                setup = declared_setup(entry, inputs, vocab_size)
-                scope = qualname.split(".")[0]
-                default_run = _run_once(entry, scope, (), setup.default_kwargs)
-                probe_run = _run_once(entry, scope, (), setup.probe_kwargs)
-        except Exception as e:
-            cause = e.__cause__ if e.__cause__ is not None and not isinstance(e, ProbeError) else e
-            where = raising_location(e) or raising_location(cause)
-            at = f" at {where[0]}:{where[1]}" if where and where[0].startswith("model/") else ""
-            errors[qualname] = " ".join(f"{type(cause).__name__}: {cause}{at}".split())
-            continue
-        for q, infos in _infer(f"declared on {qualname}", setup, default_run, probe_run).items():
-            table.setdefault(q, infos)
-    return table, errors

@@ -1,7 +1,9 @@
 """Record what each line of a real function does, by running it under ``sys.settrace``.
 
-The site never types a value or a shape: it runs the model's own functions and reads their
-local variables as they go. This module is the one place that knows how.
+The site never types a value or a shape: it runs the documented package's own functions and
+reads their local variables as they go. This module is the one place that knows how; the
+snapshots it takes and the statements it tells apart are site_builder/run/snapshots.py's, the
+names it gives code site_builder/run/qualnames.py's.
 
 * :func:`trace_locals` runs one function and returns a :class:`Trace`: one :class:`Step`
   per executed statement of that function's own frame (not of the functions it calls),
@@ -36,7 +38,7 @@ Trade-offs, and why:
   whose values are arrays are copied one level deep (new dict, copied arrays), lists are
   copied shallowly; every other value is kept as is (by reference). Deeper structures (a
   list of cache dicts) are therefore shared between steps. ``snapshot="shapes"`` copies
-  no array: arrays become :class:`Shape` (a ``tuple`` subclass, so it compares equal to
+  no array: arrays become ``Shape`` (a ``tuple`` subclass, so it compares equal to
   the plain shape tuple and pickles as one), and every dict becomes a new dict with its
   arrays replaced by their ``Shape`` (so its keys are a snapshot too).
 * **Change detection by identity and content.** A name is in ``Step.changed`` when it was
@@ -57,25 +59,23 @@ Trade-offs, and why:
 """
 from __future__ import annotations
 
-import ast
 import dis
 import importlib
 import inspect
-import linecache
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import CodeType, FunctionType, MethodType
+from types import CodeType
 from typing import Any, Callable, Iterable
 
-import numpy as np
+from site_builder.run.qualnames import (REPO_ROOT, code_qualname, module_functions, qualname_of, repo_file,
+                                        repo_relative, resolve_qualname, unwrap)
+from site_builder.run.snapshots import Fingerprint, copy_return, copy_value, line_text, shape_value, statement_spans
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-_THIS_FILE = str(Path(__file__).resolve())
+# The tracer's own files: their frames are never the line that raised.
+_OWN_FILES = {str(Path(__file__).resolve().with_name(name)) for name in ("trace.py", "qualnames.py", "snapshots.py")}
 
-__all__ = ["Step", "Trace", "TraceError", "Shape", "CallSite", "trace_locals", "trace_calls", "call_tree",
-           "qualname_of", "resolve_qualname", "module_functions", "repo_relative",
-           "raising_location"]
+__all__ = ["Step", "Trace", "TraceError", "CallSite", "trace_locals", "trace_calls", "call_tree", "raising_location"]
 
 
 class TraceError(RuntimeError):
@@ -88,20 +88,6 @@ class TraceError(RuntimeError):
         self.trace = trace
         self.file = file
         self.line = line
-
-
-class Shape(tuple):
-    """The shape of an array recorded in ``snapshot="shapes"`` mode. A ``tuple`` subclass:
-    ``Shape((16, 32)) == (16, 32)``; it only exists to tell a recorded shape apart from a
-    local that happens to be a tuple of ints."""
-
-    __slots__ = ()
-
-    def __repr__(self):
-        return f"Shape({tuple(self)!r})"
-
-    def __reduce__(self):
-        return (Shape, (tuple(self),))
 
 
 @dataclass
@@ -181,278 +167,6 @@ class CallSite:
             yield from c.walk()
 
 
-# ----------------------------------------------------------------------------- naming
-
-def repo_relative(filename: str) -> str:
-    """``model/transformer.py`` for a file inside the repository, else the absolute path. A
-    code object's file name that is not absolute (a compiled extension's
-    ``numpy/random/_generator.pyx``, ``<frozen ...>``) is not a file of the repository, whatever
-    the working directory: it is returned as it is."""
-    if not Path(filename).is_absolute():
-        return filename
-    path = Path(filename).resolve()
-    try:
-        return path.relative_to(REPO_ROOT).as_posix()
-    except ValueError:
-        return path.as_posix()
-
-
-def _repo_file(filename: str):
-    """The repository-relative path of a code object's file, or None if it is not one."""
-    rel = repo_relative(filename)
-    return None if rel.startswith("/") or not Path(filename).is_absolute() else rel
-
-
-def _unwrap(fn) -> FunctionType:
-    if isinstance(fn, (classmethod, staticmethod)):
-        fn = fn.__func__
-    if isinstance(fn, MethodType):
-        fn = fn.__func__
-    fn = inspect.unwrap(fn)
-    if isinstance(fn, MethodType):
-        fn = fn.__func__
-    if not isinstance(getattr(fn, "__code__", None), CodeType):
-        raise TypeError(f"cannot trace {fn!r}: it is not a Python function")
-    return fn
-
-
-def qualname_of(fn) -> str:
-    """``"model.optim.AdamW.step"`` for a function, bound method or code object."""
-    if isinstance(fn, CodeType):
-        return _code_qualname(fn)
-    fn = _unwrap(fn)
-    return f"{fn.__module__}.{fn.__qualname__}"
-
-
-def _module_name_for_file(filename: str) -> str:
-    rel = repo_relative(filename)
-    if rel.startswith("/"):
-        return Path(filename).stem
-    parts = rel[:-3].split("/") if rel.endswith(".py") else rel.split("/")
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts)
-
-
-def _code_qualname(code: CodeType) -> str:
-    name = getattr(code, "co_qualname", code.co_name)
-    return f"{_module_name_for_file(code.co_filename)}.{name}"
-
-
-def resolve_qualname(qualname: str):
-    """Import and return the object named by ``"package.module.Class.method"``: the longest
-    importable module prefix, then attributes."""
-    parts = qualname.split(".")
-    for i in range(len(parts) - 1, 0, -1):
-        modname = ".".join(parts[:i])
-        try:
-            obj = importlib.import_module(modname)
-        except ModuleNotFoundError as e:
-            if e.name and modname.startswith(e.name):
-                continue      # this prefix is not a module; try a shorter one
-            raise
-        try:
-            for attr in parts[i:]:
-                obj = getattr(obj, attr)
-        except AttributeError:
-            raise LookupError(f"{qualname}: module {modname} has no {'.'.join(parts[i:])}") from None
-        return obj
-    raise LookupError(f"{qualname}: no importable module in that name")
-
-
-def module_functions(prefix: str = "model") -> dict[CodeType, str]:
-    """Every function and method defined in the already-imported modules ``prefix`` and
-    ``prefix.*`` (nested functions included), as ``{code object: qualname}``. Only imported
-    modules are listed: a run can only reach code whose module it imported."""
-    found: dict[CodeType, str] = {}
-
-    def add_code(code: CodeType, qual: str, modname: str):
-        if code in found:
-            return
-        found[code] = qual
-        for const in code.co_consts:
-            if isinstance(const, CodeType) and not const.co_name.startswith("<"):
-                inner = getattr(const, "co_qualname", None)
-                add_code(const, f"{modname}.{inner}" if inner
-                         else f"{qual}.<locals>.{const.co_name}", modname)
-
-    def add_function(fn, modname):
-        try:
-            fn = _unwrap(fn)
-        except TypeError:
-            return
-        if fn.__module__ == modname:
-            add_code(fn.__code__, f"{fn.__module__}.{fn.__qualname__}", modname)
-
-    for modname, module in sorted(sys.modules.items()):
-        if module is None or not (modname == prefix or modname.startswith(prefix + ".")):
-            continue
-        for obj in list(vars(module).values()):
-            if isinstance(obj, type) and obj.__module__ == modname:
-                for member in vars(obj).values():
-                    if isinstance(member, property):
-                        for acc in (member.fget, member.fset, member.fdel):
-                            if acc is not None:
-                                add_function(acc, modname)
-                    elif callable(member) or isinstance(member, (classmethod, staticmethod)):
-                        add_function(member, modname)
-            elif isinstance(obj, FunctionType):
-                add_function(obj, modname)
-    return found
-
-
-# ------------------------------------------------------------------ statements and lines
-
-_STATEMENT_SPANS: dict[str, tuple[list, dict[int, tuple[int, int]]]] = {}
-
-
-def _statement_spans(filename: str, checked: set | None = None) -> dict[int, tuple[int, int]]:
-    """{line: (first, last) line of the innermost statement that covers it}. For compound
-    statements (for, if, with, ...) only the header counts, not the body. ``checked``: files
-    already re-validated against the disk in this run (``linecache.checkcache`` once per file
-    per trace, so an edited file is re-read by the next build in the same process)."""
-    if checked is not None and filename not in checked:
-        checked.add(filename)
-        linecache.checkcache(filename)
-    lines = linecache.getlines(filename)
-    cached = _STATEMENT_SPANS.get(filename)
-    if cached is not None and cached[0] is lines:
-        return cached[1]
-    spans: dict[int, tuple[int, int]] = {}
-    source = "".join(lines)
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        tree = None
-
-    def visit(node):
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.stmt):
-                first = child.lineno
-                body = getattr(child, "body", None)
-                if isinstance(body, list) and body and isinstance(body[0], ast.AST):
-                    last = max(first, body[0].lineno - 1)
-                    if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                        last = first
-                else:
-                    last = child.end_lineno or first
-                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    decorators = child.decorator_list
-                    first = min([first] + [d.lineno for d in decorators])
-                    last = max(last, child.lineno)
-                for ln in range(first, last + 1):
-                    spans[ln] = (first, last)     # later (inner) statements override
-            visit(child)
-
-    if tree is not None:
-        visit(tree)
-    _STATEMENT_SPANS[filename] = (lines, spans)
-    return spans
-
-
-def _line_text(filename: str, line: int) -> str:
-    return linecache.getline(filename, line).strip()
-
-
-# ------------------------------------------------------------------------- snapshots
-
-def _is_array(v) -> bool:
-    return isinstance(v, (np.ndarray, np.generic))
-
-
-def _copy_value(v):
-    """Snapshot of one value in "values" mode."""
-    if isinstance(v, np.ndarray):
-        return np.array(v, copy=True)
-    if isinstance(v, dict):
-        if any(isinstance(x, np.ndarray) for x in v.values()):
-            return {k: (np.array(x, copy=True) if isinstance(x, np.ndarray) else x)
-                    for k, x in v.items()}
-        return dict(v)
-    if isinstance(v, list):
-        return list(v)
-    return v
-
-
-def _shape_value(v):
-    """Snapshot of one value in "shapes" mode."""
-    if _is_array(v):
-        return Shape(np.shape(v))
-    if isinstance(v, dict):          # a new dict even without arrays: keys are a snapshot too
-        return {k: (Shape(np.shape(x)) if _is_array(x) else x) for k, x in v.items()}
-    return v
-
-
-def _copy_return(v, mode):
-    one = _copy_value if mode == "values" else _shape_value
-    if isinstance(v, tuple) and not isinstance(v, Shape):
-        return tuple(one(x) for x in v)
-    return one(v)
-
-
-def _arrays_equal(a, b) -> bool:
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    try:
-        return bool(np.array_equal(a, b, equal_nan=True))
-    except TypeError:
-        return bool(np.array_equal(a, b))
-
-
-class _Fingerprint:
-    """What a name was bound to after the previous step, to detect changes."""
-    __slots__ = ("ref", "content")
-
-    def __init__(self, value, snap, mode):
-        self.ref = value
-        if mode == "values":
-            if isinstance(value, np.ndarray):
-                self.content = snap                       # the copy made for the snapshot
-            elif isinstance(value, dict):
-                self.content = {k: (x, snap.get(k) if isinstance(snap, dict) else None)
-                                for k, x in value.items()}
-            elif isinstance(value, list):
-                self.content = tuple(value)
-            else:
-                self.content = None
-        else:
-            if _is_array(value):
-                self.content = np.shape(value)
-            elif isinstance(value, dict):
-                self.content = {k: (x, np.shape(x) if _is_array(x) else None)
-                                for k, x in value.items()}
-            elif isinstance(value, list):
-                self.content = tuple(value)
-            else:
-                self.content = None
-
-    def changed(self, value, mode) -> bool:
-        if value is not self.ref:
-            return True
-        c = self.content
-        if isinstance(value, np.ndarray):
-            if mode == "values":
-                return not _arrays_equal(c, value)
-            return c != value.shape
-        if isinstance(value, dict):
-            if c.keys() != value.keys():
-                return True
-            for k, x in value.items():
-                old, copied = c[k]
-                if x is not old:
-                    return True
-                if isinstance(x, np.ndarray):
-                    if mode == "values":
-                        if copied is None or not _arrays_equal(copied, x):
-                            return True
-                    elif copied != x.shape:
-                        return True
-            return False
-        if isinstance(value, list):
-            return len(c) != len(value) or any(a is not b for a, b in zip(c, value))
-        return False
-
-
 # -------------------------------------------------------------------------- recording
 
 _RETURN_OPS = {dis.opmap[n] for n in ("RETURN_VALUE", "RETURN_CONST") if n in dis.opmap}
@@ -467,21 +181,21 @@ class _Recorder:
         self.code = code
         self.mode = mode
         self.filename = code.co_filename
-        self.spans = _statement_spans(self.filename, checked)
+        self.spans = statement_spans(self.filename, checked)
         self.trace = Trace(function=qualname, file=repo_relative(self.filename))
         self.pending: tuple[int, int] | None = None     # (first, last) of the running statement
-        self.prints: dict[str, _Fingerprint] = {}
+        self.prints: dict[str, Fingerprint] = {}
         self.raising: Any = False
         self.done = False
         self.is_generator = bool(code.co_flags & _GEN_FLAGS)
 
     def start(self, frame):
         """At the call: remember the arguments, so the first step reports only what it bound."""
-        snap_one = _copy_value if self.mode == "values" else _shape_value
+        snap_one = copy_value if self.mode == "values" else shape_value
         for name, value in dict(frame.f_locals).items():
             try:
                 snap = snap_one(value)
-                self.prints[name] = _Fingerprint(value, snap, self.mode)
+                self.prints[name] = Fingerprint(value, snap, self.mode)
             except Exception:
                 snap = value
             self.trace.arguments[name] = snap
@@ -495,7 +209,7 @@ class _Recorder:
         first, last = self.pending
         self.pending = None
         mode = self.mode
-        snap_one = _copy_value if mode == "values" else _shape_value
+        snap_one = copy_value if mode == "values" else shape_value
         snapshot, changed, prints = {}, [], {}
         for name, value in dict(frame.f_locals).items():
             try:
@@ -507,15 +221,15 @@ class _Recorder:
             try:
                 if old is None or old.changed(value, mode):
                     changed.append(name)
-                prints[name] = _Fingerprint(value, snap, mode)
+                prints[name] = Fingerprint(value, snap, mode)
             except Exception:
                 changed.append(name)
-                prints[name] = _Fingerprint(None, None, "shapes")
+                prints[name] = Fingerprint(None, None, "shapes")
         self.prints = prints
         self.trace.steps.append(Step(
-            line=first, code=_line_text(self.filename, first), locals=snapshot,
+            line=first, code=line_text(self.filename, first), locals=snapshot,
             changed=tuple(changed),
-            return_value=_copy_return(return_value, mode) if is_return else None,
+            return_value=copy_return(return_value, mode) if is_return else None,
             is_return=is_return, end_line=last))
 
     def local(self, frame, event, arg):
@@ -542,7 +256,7 @@ class _Recorder:
             if self.pending is None:
                 self.pending = self._span(frame.f_lineno)
             self._flush(frame, is_return=True, return_value=arg)
-            self.trace.result = arg if self.mode == "values" else _copy_return(arg, "shapes")
+            self.trace.result = arg if self.mode == "values" else copy_return(arg, "shapes")
             self.done = True
             return None
         return self.local
@@ -570,23 +284,24 @@ def _traceback_frames(exc: BaseException) -> list:
     return frames
 
 
-def raising_location(exc: BaseException, prefer: str = "model/"):
+def raising_location(exc: BaseException, prefer: str | None = None):
     """``(file, line, code)`` of the line that raised ``exc``: the deepest frame of its
-    traceback in a file under ``prefer`` (repository-relative), else the deepest frame in the
-    repository (this module's own frames left out), else ``None``. A TraceError already
-    knows its place: that is returned (with the line's text)."""
+    traceback in a file under ``prefer`` (repository-relative, such as the documented
+    package's folder ``pkg/``), else the deepest frame in the repository (the tracer's own
+    frames left out), else ``None``. A TraceError already knows its place: that is returned
+    (with the line's text)."""
     if isinstance(exc, TraceError) and exc.file:
         absolute = exc.file if exc.file.startswith("/") else str(REPO_ROOT / exc.file)
-        return exc.file, exc.line, _line_text(absolute, exc.line)
+        return exc.file, exc.line, line_text(absolute, exc.line)
     preferred = inside = None
     for fcode, lineno in _traceback_frames(exc):
-        if str(Path(fcode.co_filename).resolve()) == _THIS_FILE:
+        if str(Path(fcode.co_filename).resolve()) in _OWN_FILES:
             continue
-        rel = _repo_file(fcode.co_filename)
+        rel = repo_file(fcode.co_filename)
         if rel is None:
             continue
-        inside = (rel, lineno, _line_text(fcode.co_filename, lineno))
-        if rel.startswith(prefer):
+        inside = (rel, lineno, line_text(fcode.co_filename, lineno))
+        if prefer and rel.startswith(prefer):
             preferred = inside
     return preferred or inside
 
@@ -610,17 +325,17 @@ def _raise_trace_error(qualname: str, code: CodeType | None, exc: BaseException,
     deepest = own = None
     for fcode, lineno in _traceback_frames(exc):
         path = str(Path(fcode.co_filename).resolve())
-        if path == _THIS_FILE:
+        if path in _OWN_FILES:
             continue
         rel = repo_relative(fcode.co_filename)
-        if _repo_file(fcode.co_filename) is not None:
+        if repo_file(fcode.co_filename) is not None:
             deepest = (rel, lineno, fcode.co_filename)
         if code is not None and fcode is code and own is None:
             own = (rel, lineno, fcode.co_filename)
     where = deepest or own
     msg = f"{qualname} raised {type(exc).__name__}"
     if where:
-        msg += f" at {where[0]}:{where[1]} ({_line_text(where[2], where[1])})"
+        msg += f" at {where[0]}:{where[1]} ({line_text(where[2], where[1])})"
     if own and where and own[:2] != where[:2]:
         msg += f", reached from {own[0]}:{own[1]}"
     msg += f": {exc}"
@@ -638,7 +353,7 @@ def trace_locals(fn: Callable, *args, snapshot: str = "values", **kwargs) -> Tra
     raises, raises :class:`TraceError` (``__cause__`` is the original exception).
     ``snapshot`` is keyword-only and is not passed on to ``fn``."""
     _check_mode(snapshot)
-    target = _unwrap(fn)
+    target = unwrap(fn)
     code = target.__code__
     qualname = qualname_of(target)
     recorder = _Recorder(code, qualname, snapshot, set())
@@ -656,7 +371,7 @@ def trace_locals(fn: Callable, *args, snapshot: str = "values", **kwargs) -> Tra
 
     result = _run_traced(global_trace, lambda: fn(*args, **kwargs), qualname, code,
                          lambda: recorder.trace if recorder.trace.steps else None)
-    recorder.trace.result = result if snapshot == "values" else _copy_return(result, "shapes")
+    recorder.trace.result = result if snapshot == "values" else copy_return(result, "shapes")
     return recorder.trace
 
 
@@ -668,10 +383,10 @@ def _target_codes(targets) -> dict[CodeType, str]:
         return dict(targets)
     for t in targets:
         if isinstance(t, CodeType):
-            codes[t] = _code_qualname(t)
+            codes[t] = code_qualname(t)
             continue
         obj = resolve_qualname(t) if isinstance(t, str) else t
-        fn = _unwrap(obj)
+        fn = unwrap(obj)
         codes[fn.__code__] = t if isinstance(t, str) else qualname_of(fn)
     return codes
 
@@ -682,8 +397,8 @@ def trace_calls(entry: Callable, targets, *args, snapshot: str = "values",
     happens in the call tree, each call its own :class:`Trace` (same per-statement
     semantics as :func:`trace_locals`).
 
-    ``targets``: qualnames (``"model.ops.relu_forward"``), function objects, code objects,
-    or a ``{code: qualname}`` dict such as :func:`module_functions` returns. ``limit``: trace
+    ``targets``: qualnames (``"pkg.ops.relu_forward"``), function objects, code objects,
+    or a ``{code: qualname}`` dict such as ``module_functions`` returns. ``limit``: trace
     at most this many calls per target (``limit=1`` for "first call only": the other calls
     then run at full speed). Returns ``(result, {qualname: [Trace, ...]})`` with the calls in
     the order they started; functions never called are absent. If ``entry`` raises,
@@ -721,7 +436,7 @@ def trace_calls(entry: Callable, targets, *args, snapshot: str = "values",
         return rec.local
 
     try:
-        entry_code = _unwrap(entry).__code__
+        entry_code = unwrap(entry).__code__
         entry_name = qualname_of(entry)
     except TypeError:
         entry_code, entry_name = None, repr(entry)
@@ -733,16 +448,18 @@ def trace_calls(entry: Callable, targets, *args, snapshot: str = "values",
     return result, traces
 
 
-def call_tree(entry: Callable, *args, package: str = "model", **kwargs) -> tuple[Any, CallSite]:
+def call_tree(entry: Callable, *args, package: str | None = None, **kwargs) -> tuple[Any, CallSite]:
     """Run ``entry(*args, **kwargs)`` and record every call of a function of ``package``
-    (:func:`module_functions`) with its nearest caller of ``package`` and that caller's line
-    at the moment of the call. Frames of other code between them (a generator expression,
-    NumPy) are looked through: ``split_heads`` called from a generator expression on line 43
-    of ``mha_forward`` is a call from that line. Returns ``(result, root)``: ``root`` is the
-    :class:`CallSite` of ``entry`` (line 0, ``calls`` 1), whose children are the calls it made
-    (for an ``entry`` outside ``package``, the calls no recorded frame encloses). If ``entry``
-    raises, raises :class:`TraceError`. ``package`` is keyword-only and not passed on."""
+    (default: the package ``entry`` is defined in; see ``module_functions``) with its nearest
+    caller of ``package`` and that caller's line at the moment of the call. Frames of other
+    code between them (a generator expression, NumPy) are looked through: ``split_rows``
+    called from a generator expression on line 43 of ``layer_forward`` is a call from that
+    line. Returns ``(result, root)``: ``root`` is the :class:`CallSite` of ``entry`` (line 0,
+    ``calls`` 1), whose children are the calls it made (for an ``entry`` outside ``package``,
+    the calls no recorded frame encloses). If ``entry`` raises, raises :class:`TraceError`.
+    ``package`` is keyword-only and not passed on."""
     entry_name = qualname_of(entry)
+    package = package or entry_name.partition(".")[0]
     importlib.import_module(package)
     codes = module_functions(package)
     root = CallSite(entry_name, 0, 1)
@@ -772,7 +489,7 @@ def call_tree(entry: Callable, *args, package: str = "model", **kwargs) -> tuple
         return on_return
 
     try:
-        entry_code = _unwrap(entry).__code__
+        entry_code = unwrap(entry).__code__
     except TypeError:
         entry_code = None
     try:
