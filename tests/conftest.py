@@ -1,6 +1,7 @@
 """Shared fixtures. The site is built once per test session, into a temporary folder, with the
 repository's build cache so the training run and the examples are not recomputed per test."""
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -77,9 +78,21 @@ def assert_sections(html, sid, headings):
     assert 'class="equation"' in section and "katex" in section
 
 
+def with_project(site: str) -> str:
+    """A small repository's site.yaml: `site`, with the repository's `project:` block (what the
+    builder knows of the package, content/site.yaml) added at its end if it has none."""
+    if re.search(r"^project:", site, re.M):
+        return site
+    lines = (ROOT / "content" / "site.yaml").read_text(encoding="utf-8").splitlines(keepends=True)
+    start = lines.index("project:\n")
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].strip() and not lines[i][0].isspace())
+    return site + ("" if site.endswith("\n") else "\n") + "".join(lines[start:end])
+
+
 def mini_repo(tmp_path, site, page, examples, copy=("",)):
     """A small repository: the real templates, static files and builder (linked), one page, and
-    the given example modules. `copy` names folders copied rather than linked, for tests that edit them."""
+    the given example modules. `copy` names folders copied rather than linked, for tests that edit them.
+    The site settings get the repository's `project:` block (and its hooks, linked) unless they have one."""
     import shutil
     root = tmp_path / "repo"
     root.mkdir()
@@ -91,7 +104,8 @@ def mini_repo(tmp_path, site, page, examples, copy=("",)):
     shutil.copy(ROOT / "build_site.py", root / "build_site.py")
     (root / "content" / "pages").mkdir(parents=True)
     (root / "content" / "examples").mkdir()
-    (root / "content" / "site.yaml").write_text(site)
+    (root / "content" / "site.yaml").write_text(with_project(site))
+    (root / "content" / "hooks.py").symlink_to(ROOT / "content" / "hooks.py")
     (root / "content" / "pages" / "mini.md").write_text(page)
     for name, text in examples.items():
         (root / "content" / "examples" / f"{name}.py").write_text(text)

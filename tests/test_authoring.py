@@ -382,7 +382,9 @@ def test_symbol_codes_are_read_from_the_recorded_shapes():
     from site_builder.run.example_shapes import config_sizes
     held = {"opt": ("c", "AdamW"), "opt.t": ("i", 3), "cfg": ("c", "ModelConfig"), "cfg.emb_dim": ("i", 8),
             "cfg.seq_len": ("i", 5)}
-    assert config_sizes(held, {}) == {"d": (8, "cfg.emb_dim")}            # T is a length: not from the config
+    from site_builder.gather.project import load_project
+    from tests.conftest import ROOT
+    assert config_sizes(held, {}, load_project(ROOT)) == {"d": (8, "cfg.emb_dim")}     # T is a length: not from the config
 
 
 def test_check_page_knows_the_sources_quotations_name():

@@ -54,13 +54,14 @@ class Shared(dict):
 def shared(tmp_path_factory):
     """A content copy to mutate, and what every page build shares (index, shapes)."""
     from site_builder.build import default_config
+    from site_builder.gather.project import load_project
     from site_builder.run.shapes import infer_shapes
     from site_builder.gather.source_index import build_index
     root = tmp_path_factory.mktemp("fuzz")
     shutil.copytree(ROOT / "content", root / "content")
     cfg = default_config(ROOT)
     from site_builder.base.cache import BuildCache
-    return Shared(root=root, index=build_index(ROOT), cache=BuildCache(ROOT / ".build_cache"), shapes=infer_shapes(vocab_size=cfg.vocab_size),
+    return Shared(root=root, index=build_index(ROOT), cache=BuildCache(ROOT / ".build_cache"), shapes=infer_shapes(ROOT, load_project(ROOT), cfg),
                 site=dict(repo_url="https://example.invalid", branch="main", commit=None, uncommitted=frozenset(), config=cfg))
 
 
