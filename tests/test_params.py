@@ -104,7 +104,8 @@ def test_seq2seq_parameters_when_the_module_exists():
         pytest.skip("model/seq2seq.py does not exist yet")
     import model.config
     from model.seq2seq import init_params as s2s_init
-    cfg = model.config.Seq2SeqConfig(src_vocab_size=11, tgt_vocab_size=11)     # as the seq2seq probe builds it
+    vocab = 11                      # both sides the same size, as the seq2seq probe (content/hooks.py) makes it
+    cfg = model.config.Seq2SeqConfig(src_vocab_size=vocab, tgt_vocab_size=vocab)
     rows = param_rows(cfg, init=s2s_init)
     real = s2s_init(cfg, np.random.default_rng(0))
     names = Counter(n for r in rows for n in r.names)

@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from site_builder.run.qualnames import qualname_of, resolve_qualname
-from site_builder.run.snapshots import Shape
-from site_builder.run.trace import TraceError, call_tree, trace_calls, trace_locals
+from site_builder.run.trace import Shape, TraceError, call_tree, trace_calls, trace_locals
 
 
 def _simple(x):

@@ -70,12 +70,15 @@ from typing import Any, Callable, Iterable
 
 from site_builder.run.qualnames import (REPO_ROOT, code_qualname, module_functions, qualname_of, repo_file,
                                         repo_relative, resolve_qualname, unwrap)
-from site_builder.run.snapshots import Fingerprint, copy_return, copy_value, line_text, shape_value, statement_spans
+from site_builder.run.snapshots import (Fingerprint, Shape, copy_return, copy_value, line_text, shape_value,
+                                        statement_spans)
 
 # The tracer's own files: their frames are never the line that raised.
 _OWN_FILES = {str(Path(__file__).resolve().with_name(name)) for name in ("trace.py", "qualnames.py", "snapshots.py")}
 
-__all__ = ["Step", "Trace", "TraceError", "CallSite", "trace_locals", "trace_calls", "call_tree", "raising_location"]
+# Shape is the type of every array a "shapes" trace records: part of what a trace returns.
+__all__ = ["Step", "Trace", "TraceError", "Shape", "CallSite", "trace_locals", "trace_calls", "call_tree",
+           "raising_location"]
 
 
 class TraceError(RuntimeError):
