@@ -4,7 +4,7 @@ declared letter shapes against them.
 
 Why this exists: the shape probes (site_builder/run/shapes.py) reach only what their entry
 points call. A function that takes a parameter dict, a path or an rng (a training step, a
-decoder loop, a data split) is documented with an example instead, and that example already
+sampling loop, a data split) is documented with an example instead, and that example already
 runs it. So the example runner records, in the child that runs the example, the shapes of
 each package function's arguments and locals and what it returned (first call per function,
 wherever it happens in the call tree). Nothing runs twice.
@@ -23,7 +23,7 @@ Trade-offs, and why:
 * **Letters at the example's sizes, from the project's axes.** The probes give letters by
   running twice at distinct sizes; an example runs once. So each letter of a declared shape
   gets its size, in order, from: a scalar symbol row of the concept (`B` with
-  `code: tcfg.batch_size`), the config the function ran with (or the example's
+  `code: opts.batch_size`), the config the function ran with (or the example's
   `data["config"]`), each of its fields that the project's `configs[].axes` gives a letter
   (not the letters of a call's lengths, `lengths`, which a config field only bounds), the
   example's `data["lengths"]`, and otherwise the first row that uses it alone on an axis.
@@ -112,7 +112,7 @@ def _key(node, names):
         left, right = _key(node.left, names), _key(node.right, names)
         if isinstance(left, str) and isinstance(right, str):
             return left + right
-    if isinstance(node, ast.JoinedStr):           # f"dec{l}.cross.wv", with l recorded
+    if isinstance(node, ast.JoinedStr):           # f"layer{l}.w", with l recorded
         text = ""
         for v in node.values:
             if isinstance(v, ast.Constant):
@@ -220,7 +220,7 @@ def _indexed(shape, index, names, what):
 
 def _bound(node, names):
     """A slice bound: None (left out), an int (a number, or a recorded int such as
-    `cfg.head_dim`), or False when the recording cannot tell it (`i*dk`, with i a loop index)."""
+    `cfg.width`), or False when the recording cannot tell it (`i*dk`, with i a loop index)."""
     if node is None:
         return None
     if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
@@ -268,7 +268,7 @@ def names_own(code: str, locals_) -> bool:
         calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
         if any(not (isinstance(c.func, ast.Name) and c.func.id == "len")
                and not (isinstance(c.func, ast.Attribute) and c.func.attr in REDUCTIONS) for c in calls):
-            return False          # causal_mask(T), params[tgt_table(cfg)]: a call the recording cannot redo
+            return False          # causal_mask(T), params[table_name(cfg)]: a call the recording cannot redo
         called = {id(c.func) for c in calls}
         used = [n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in called]
         if not used or any(n not in locals_ for n in used):
@@ -342,7 +342,7 @@ def check_rows(rows: list, names: dict, calls: dict, data: dict, function: str, 
     """Check each Row against one recording of a function ({name: entry}): an example's (its
     letters' sizes from the `project`'s axes, `config_sizes`), or the probe's (`from_probe`,
     with `sizes` its letters); `function` names that run in the messages ("the example
-    tokens:first_batch's run of pkg.data.get_batch"). Returns ({line: message} for rows
+    batches:first_batch's run of pkg.data.get_batch"). Returns ({line: message} for rows
     that disagree, {lines checked}, {line: why not} for rows with a shape that this
     recording could not check)."""
     if sizes is None and project is None:
@@ -355,7 +355,7 @@ def check_rows(rows: list, names: dict, calls: dict, data: dict, function: str, 
             evaluated[row.line] = evaluate(row.code, names, calls)
         except Unknown as e:
             unknown[row.line] = str(e)
-    # letters of scalar rows: `B` with code tcfg.batch_size
+    # letters of scalar rows: `B` with code opts.batch_size
     for row in rows:
         got = evaluated.get(row.line)
         if row.tex_name and re.fullmatch(r"[A-Za-z]\w*", row.tex_name) and got and len(got) == 1 \

@@ -35,9 +35,9 @@ Trade-offs, and why:
   ``probe:`` still is); a probe whose entry's module is not there is skipped. When several
   probes reach the same function, the first wins in :func:`infer_shapes`;
   :func:`infer_shapes_by_probe` keeps them apart.
-* **Letters come from the config's field names, as the project maps them** (``emb_dim: d``),
+* **Letters come from the config's field names, as the project maps them** (``width: d``),
   so a renamed field shows up as a missing letter instead of a wrong number, and the page
-  prints "T = seq_len = 16." from :func:`legend_text`.
+  prints "d = width = 32." from :func:`legend_text`.
 * **Nothing is cached here, everything is plain data.** Results are frozen dataclasses of
   strings, ints and tuples: deterministic for a given source tree and picklable, so the
   build cache can store them.
@@ -83,7 +83,7 @@ class ProbeFailure:
     Plain data, so the build cache can keep it with the shapes."""
     probe: str
     entry: str
-    error: str                  # "KeyError: 'b0.bq'"
+    error: str                  # "KeyError: 'w2'"
     file: str | None = None
     line: int | None = None
     code: str = ""              # the text of that line
@@ -511,7 +511,7 @@ def example_input_shape(project) -> str | None:
 
 
 def legend_text(infos: Iterable[ShapeInfo]) -> str:
-    """``"T = seq_len = 16. d = emb_dim = 32."`` for the letters the shapes use, in order
+    """``"B = batch size = 5. d = width = 32."`` for the letters the shapes use, in order
     of first use."""
     seen, parts = set(), []
     for info in infos:
