@@ -6,7 +6,9 @@ site_builder/ and templates/, line by line, for the names of this project, and f
 each hit as file:line: name. The names are computed from the project, not typed, wherever the
 project can tell them:
 
-- the package (`project.package`) used as a package: `pkg.x`, `pkg/`, `"pkg"`, `import pkg`;
+- the package (`project.package`) used as a package: `pkg.x`, `pkg/`, `"pkg"`, `import pkg`; and
+  in templates/, whose text every project's pages show, as a word too ("Why does the model
+  need it?" is a label of this project's: site.yaml `labels:` says it);
 - the tests folder where a string starts a path or a module in it (`"tests/x.py"`, `"tests.x"`)
   or the first part of a path or module is compared with it (`[0] == "tests"`), and the input
   folders as a path or a string (`data/`, `"data"`);
@@ -151,6 +153,7 @@ def scanned_files():
 def hits(project: Project) -> list:
     """["file:line: name, name"] of every line of the builder and the templates that names the project."""
     names = project_names(project)
+    in_templates = names + [(f"{project.package} (the package, as a word)", re.compile(as_word(project.package)))]
     # The tests folder's default is Project's, spelled in the module that reads the block.
     default_tests = project.tests == Project.tests
     found = []
@@ -161,7 +164,8 @@ def hits(project: Project) -> list:
         except UnicodeDecodeError:
             continue                # a binary file spells no name
         for number, line in enumerate(text.splitlines(), 1):
-            named = [shown for shown, pattern in names if pattern.search(line)
+            named = [shown for shown, pattern in (in_templates if rel.startswith("templates/") else names)
+                     if pattern.search(line)
                      and not (default_tests and rel == PROJECT_FILE and "(the tests folder)" in shown)]
             if named:
                 found.append(f"{rel}:{number}: {', '.join(named)}")

@@ -230,3 +230,13 @@ def hook(root: Path, project: Project, name: str):
     """The hooks module's function `name`, or None when there is no such hook."""
     module = hooks_module(root, project)
     return getattr(module, name, None) if module is not None else None
+
+
+def project_folders(root: Path) -> tuple:
+    """The project's folders (project.folders), or () when the block cannot be read: for what
+    runs before or beside a build (the output and cache checks, serve's watcher), where the
+    build itself reports what is wrong with the block."""
+    try:
+        return load_project(root).folders
+    except ProjectError:
+        return ()
