@@ -109,12 +109,10 @@ _MEMO: dict = {}
 
 def load_project(root: Path) -> Project:
     """The project block of root/content/site.yaml, validated (ProjectError if it is wrong)."""
-    path = Path(root) / SITE_FILE
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as e:
-        raise ProjectError([Problem(SITE_FILE, 0, f"cannot read the site's settings: {e.strerror}",
-                                    f"create {SITE_FILE} with a `project:` block naming the package to document")])
+    from site_builder.gather.content import read_text
+    text, problem = read_text(Path(root) / SITE_FILE, SITE_FILE)
+    if problem:
+        raise ProjectError([problem])
     key = (str(Path(root).resolve()), text)
     if key not in _MEMO:
         _MEMO.clear()
