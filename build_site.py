@@ -62,12 +62,12 @@ def worker_count(text):
 def _stop_on_interrupt(out):
     """Ctrl-C (or SIGTERM) during a build or check: kill its workers, leave the last good site
     as it was, print one line, exit 130 (143). Forked workers inherit this handler and leave
-    Ctrl-C to this process, which kills them (site_builder/serve/server.py: abandon)."""
+    Ctrl-C to this process, which kills them (site_builder/serve/stopping.py: abandon)."""
     import signal
     # Imported now, not in the handler: a second signal during that import re-entered it and
     # found the module half initialised (issue 30). The module is looked up at the signal, so
-    # what is called is what site_builder.serve.server holds then.
-    from site_builder.serve import server as stopping
+    # what is called is what site_builder.serve.stopping holds then.
+    from site_builder.serve import stopping
     main_pid = os.getpid()
 
     def stop(signum, frame):
@@ -178,8 +178,9 @@ def main(argv=None):
         return 2
     remove_stale(args.out)      # the temporary folders of builds that were killed
     from site_builder.base.cache import CacheRefused, check_cache_dir
+    from site_builder.gather.project import project_folders
     try:     # the cache folder is the builder's too: --clean deletes it whole
-        check_cache_dir(args.cache_dir, ROOT)
+        check_cache_dir(args.cache_dir, ROOT, project_folders)
     except CacheRefused as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -17,7 +17,7 @@ What it measures. Every case times the whole command, interpreter start included
                   once on the same cache): the time from writing the file until the server
                   answers a request for block.html with the new sentence in it (polled
                   every 10 ms). That is what a maintainer previewing an edit waits for. serve
-                  brings the search index up to date just after (see site_builder/serve/server.py).
+                  brings the search index up to date just after (see site_builder/serve/rebuild.py).
   model edit      one comment line appended to model/ops.py (different every run). The
                   training run is cached on the syntax tree of model/*.py, so a comment does
                   not retrain it; the examples are cached on file bytes, so the examples that

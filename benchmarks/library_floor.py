@@ -18,7 +18,7 @@ the inputs one build gives them, and nothing of the builder's own code.
   fontTools     the math-font subset for the glyphs the pages draw (fontsubset.subset_font)
   Pagefind      indexing the built site (site_builder/search.index_site)
   syntax trees  CPython's own parser (`ast.parse`) on every file the source index reads
-                (model/ and tests/, as source_index.build_index reads them), once each: the
+                (the project's package and tests, as source_index.build_index reads them), once each: the
                 line numbers, callers and reaches of every page come from these trees
 
 The site's own work (reading the content, analysing the trees, building the view models,
@@ -102,8 +102,9 @@ elif case == "fontTools":
     work = lambda: [fontsubset.subset_font(*call) for call in inputs["font"]]
 elif case == "syntax trees":
     import ast
-    from site_builder.gather.source_index import read_source, source_files
-    texts = [read_source(".", rel) for package in ("model", "tests") for rel in source_files(".", package)]
+    from site_builder.gather.project import load_project
+    from site_builder.gather.source_syntax import read_source, source_files
+    texts = [read_source(".", rel) for package in load_project(Path(".")).code_folders for rel in source_files(".", package)]
     work = lambda: [ast.parse(text) for text in texts]
 elif case == "Pagefind":
     import tempfile

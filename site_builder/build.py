@@ -15,8 +15,8 @@ Within one process (serve) also the source index, the Jinja2 environment, the li
 the corpus vocabulary. A cold build trains the runs in workers beside the examples that do
 not read them.
 
-What runs beside what (with 2+ jobs; site_builder/base/parallel.py forks the children): the
-model's source files are highlighted in a child while the content and the index are read,
+What runs beside what (with 2+ jobs; site_builder/base/parallel.py forks the children):
+the package's source files are highlighted in a child while the content and the index are read,
 and the test files the source pages will likely show in a low-priority child that takes the
 core this process leaves idle meanwhile (highlight_beside);
 the pages to gather are shared out by size, one share here and one in a child; the pages
@@ -49,6 +49,7 @@ from site_builder.gather import fingerprint
 from site_builder.run import training_run
 from site_builder.base.cache import BuildCache, digest
 from site_builder.gather.content import load_content, concepts
+from site_builder.gather.project import ProjectError, load_project
 from site_builder.publish.fontsubset import MathFontSubsets, page_math, remember_pages
 from site_builder.publish.assets import (bundle_path, insert_scripts, minify, page_scripts, prune_token_rules,
                                  script_bundles, used_token_classes)
@@ -57,7 +58,8 @@ from site_builder.render.links import check_links
 from site_builder.render.pages import PageBuilder
 from site_builder.base.problems import Problem, BuildFailed, did_you_mean
 from site_builder.render.html import Renderer, make_environment, pygments_css, source_rows, source_url
-from site_builder.gather.source_index import build_index, SourceError
+from site_builder.gather.source_index import build_index
+from site_builder.gather.source_records import SourceError
 from site_builder.publish.write import write_site, output_lock
 
 SHIPPED_STATIC = ("site.css",)
@@ -221,11 +223,12 @@ def reused_index(root: Path):
 
     The key is the files' repository-relative paths and bytes, not where the repository is:
     build_index reads nothing else and the index keeps no path but its unused `root`, so two
-    trees with the same model/ and tests/ share one. The test session builds many small repositories
-    whose model/ and tests/ link to this one's: each used to parse and analyse them again
-    (0.75 s of CPU a build)."""
-    files = sorted(p for d in ("model", "tests") for p in (root / d).rglob("*.py") if "__pycache__" not in p.parts)
-    key = digest([(p.relative_to(root).as_posix(), p.read_bytes()) for p in files])
+    trees with the same package and tests share one. The test session builds many small
+    repositories whose package and tests link to this one's: each used to parse and analyse
+    them again (0.75 s of CPU a build). The folders are the project block's (gather/project.py)."""
+    project = load_project(root)
+    files = sorted(p for d in project.code_folders for p in (root / d).rglob("*.py") if "__pycache__" not in p.parts)
+    key = digest(project.code_folders, project.tests, [(p.relative_to(root).as_posix(), p.read_bytes()) for p in files])
     if key not in _INDEX_MEMO:
         _INDEX_MEMO.clear()
         _INDEX_MEMO[key] = build_index(root)
@@ -335,18 +338,19 @@ def gather(root: Path, problems: list, cache=None, jobs=1, memos=None, retrain=F
             started.stop()
 
 
-# A test file that imports the model: its tests can reach model code, so the "tested by" lists
-# and snippets of the pages may cite it and its source page may be made.
-IMPORTS_MODEL = re.compile(r"^\s*(?:from|import)\s+model\b", re.M)
+def imports_of(package: str):
+    """A test file that imports the package: its tests can reach the package's code, so the
+    "tested by" lists and snippets of the pages may cite it and its source page may be made."""
+    return re.compile(rf"^\s*(?:from|import)\s+{re.escape(package)}\b", re.M)
 
 
 def highlight_beside(root: Path, memo: dict, jobs):
     """The source files not highlighted yet, highlighted in forked children while the content
-    and the source index are read: (model files, test files), two parallel.Started.
+    and the source index are read: (package files, test files), two parallel.Started.
 
-    model/ (the listings and source pages need it): the pages wait for it. tests/: only the
-    source pages of the test files the pages cite need it, and which those are is known once
-    the pages are gathered, so the files that import the model are highlighted on a guess
+    The package (the listings and source pages need it): the pages wait for it. The tests: only
+    the source pages of the test files the pages cite need them, and which those are is known
+    once the pages are gathered, so the files that import the package are highlighted on a guess
     (measured: 30 of those 37 files were cited, 0.43 s of highlighting that rendering did
     before), in a child of low priority (nice 10) that takes the core this process leaves idle
     while it reads the content and builds the index. It is taken only if it is done when the
@@ -357,7 +361,8 @@ def highlight_beside(root: Path, memo: dict, jobs):
     wrong."""
     from site_builder.base import parallel
     from site_builder.render.html import code_key, highlight_into
-    from site_builder.gather.source_index import SourceError, _split_lines, read_source, source_files
+    from site_builder.gather.source_records import SourceError
+    from site_builder.gather.source_syntax import read_source, source_files, split_lines
 
     def unhighlighted(package, wanted=lambda text: True):
         todo = []
@@ -366,7 +371,7 @@ def highlight_beside(root: Path, memo: dict, jobs):
                 text = read_source(root, rel)
             except (OSError, SourceError):
                 continue                # the index reports it
-            lines = _split_lines(text)
+            lines = split_lines(text)
             if wanted(text) and code_key(lines) not in memo:
                 todo.append(lines)
         return todo
@@ -377,9 +382,11 @@ def highlight_beside(root: Path, memo: dict, jobs):
         for lines in todo:
             highlight_into(memo, lines)
         return parallel.memo_additions([memo], snapshot)
-    model, tests = unhighlighted("model"), unhighlighted("tests", lambda text: IMPORTS_MODEL.search(text))
+    project = load_project(root)
+    imports = imports_of(project.package)
+    package, tests = unhighlighted(project.package), unhighlighted(project.tests, lambda text: imports.search(text))
     snapshot = parallel.memo_snapshot([memo])
-    return (parallel.start({"highlight": lambda: highlight(model)} if model else {}),
+    return (parallel.start({"highlight": lambda: highlight(package)} if package else {}),
             parallel.start({"highlight tests": lambda: highlight(tests, 10)} if tests else {}))
 
 
@@ -403,7 +410,7 @@ def _gather(root, problems, cache, jobs, retrain, input_digests, code_memo, high
     try:
         index = reused_index(root)
     except SourceError as e:
-        problems.append(Problem(e.file, e.line, e.message, "fix the syntax error"))
+        problems.append(Problem(e.file, e.line, e.message, e.fix))
         return None
     cfg = default_config(root)
     from site_builder.run.example_runner import ExampleStore
@@ -441,21 +448,21 @@ def _gather_pages(root, problems, cache, jobs, retrain, input_digests, content, 
         identities.update({ref: key for ref, key in outcomes.identities.items() if ref not in retrained})
         keys.update(page_keys(root, content, site_info["shared_key"], identities, stale))
     results = outcomes.results
-    # The highlighted model files before the pages (their listings read them): the child
+    # The highlighted package files before the pages (their listings read them): the child
     # has had the content, the index and the examples' look-ups to do it in.
-    model_files, test_files = highlighting
-    merge_highlighted(model_files, renderer.code_memo)
-    model = PageBuilder(root, content, index, renderer, shapes, problems, site_info, cache, results, step).build(
+    package_files, test_files = highlighting
+    merge_highlighted(package_files, renderer.code_memo)
+    site = PageBuilder(root, content, index, renderer, shapes, problems, site_info, cache, results, step).build(
         keys, jobs, shared_memos(renderer))
     merge_highlighted(test_files, renderer.code_memo, wait=False)     # for the source pages of tests/
-    model.example_inputs = list(store.used.values())
-    model.examples_cached = sum(1 for _, from_cache in results.values() if from_cache)
-    model.examples_run = len(results) - model.examples_cached
-    model.documented |= renderer.cited
-    return content, index, renderer, model, site_info
+    site.example_inputs = list(store.used.values())
+    site.examples_cached = sum(1 for _, from_cache in results.values() if from_cache)
+    site.examples_run = len(results) - site.examples_cached
+    site.documented |= renderer.cited
+    return content, index, renderer, site, site_info
 
 
-def shared_context(content, index, model, site_info):
+def shared_context(content, index, site, site_info):
     """What every page's template is given: the site, the navigation, the source files shipped."""
     commit = site_info["commit"]
     changed = sorted(site_info["uncommitted"] & set(index.files))
@@ -463,9 +470,10 @@ def shared_context(content, index, model, site_info):
                   f"{site_info['branch']}, which may have moved on" if not commit else f"Built from commit {commit[:12]}"
                   + (f", with uncommitted changes to {', '.join(changed[:3])}" if changed else "")
                   + (f" and {len(changed) - 3} more files" if len(changed) > 3 else ""))
-    source_files = sorted(f for f in index.files if f.startswith("model/")) + sorted(model.cited_files)
-    nav = [dict(slug=p["slug"], title=p["title"], summary=p["summary"]) for p in model.pages]
-    return dict(site=dict(title=content.site.get("title", "Documentation"), description=content.site.get("description", "")),
+    source_files = sorted(f for f in index.files if f.startswith(index.package + "/")) + sorted(site.cited_files)
+    nav = [dict(slug=p["slug"], title=p["title"], summary=p["summary"]) for p in site.pages]
+    return dict(site=dict(title=content.site.get("title", "Documentation"), description=content.site.get("description", ""),
+                          labels=content.labels),
                 nav=nav, source_files=source_files, built_from=built_from,
                 github_branch=None if commit else site_info["branch"])     # templates/partials/macros.html
 
@@ -481,7 +489,7 @@ def page_html(env, page, common) -> bytes:
         **common).encode()
 
 
-def render_all(root, content, index, renderer, model, site_info, cache=None, background=False):
+def render_all(root, content, index, renderer, site, site_info, cache=None, background=False):
     """-> ({relative path: bytes}, {relative path: content file it came from}, the math-font
     subsets: MathFontSubsets, whose result() replaces the full fonts in the first dict; with
     background=True they are made in a child meanwhile)."""
@@ -490,7 +498,7 @@ def render_all(root, content, index, renderer, model, site_info, cache=None, bac
         jinja_dir.mkdir(parents=True, exist_ok=True)
     env = make_environment(root, jinja_dir)
     commit = site_info["commit"]
-    common = shared_context(content, index, model, site_info)
+    common = shared_context(content, index, site, site_info)
     source_files, nav = common["source_files"], common["nav"]
     files, origin, todo = {}, {}, {}     # todo: {path: (render it, cache key, cost)}
 
@@ -508,7 +516,7 @@ def render_all(root, content, index, renderer, model, site_info, cache=None, bac
             cited_count=sum(1 for n in cited if n <= len(lines)), title=f, description=f"Source of {f}",
             root="../" * depth, current="source:" + f, prev_href=None, next_href=None, **common).encode()
 
-    for page in model.pages:
+    for page in site.pages:
         path = f"{page['slug']}.html"
         origin[path] = page["file"]
         html_key = digest(page["key"], source_files) if page.get("key") else None
@@ -519,7 +527,7 @@ def render_all(root, content, index, renderer, model, site_info, cache=None, bac
             files[path] = None          # the order of the pages, rendered below
             todo[path] = (functools.partial(render_page, page), html_key, (root / page["file"]).stat().st_size)
     cites_by_file = {}
-    for (f, n), cites in sorted(model.cited.items()):
+    for (f, n), cites in sorted(site.cited.items()):
         cites_by_file.setdefault(f, []).append((n, cites))
     for f in source_files:
         # A source page is made of its file, the lines pages cite, and what every page shares.
@@ -534,10 +542,10 @@ def render_all(root, content, index, renderer, model, site_info, cache=None, bac
             todo[source_url(f)] = (functools.partial(render_source, f), source_key, cost)
     # references.json too (the same units; measured, a reference costs what 8 bytes of a page
     # do with their scans: 50 had put it at a fifth of the render and unbalanced the shares)
-    refs = dict(commit=commit, references=model.references)
+    refs = dict(commit=commit, references=site.references)
     files["references.json"] = None
     todo["references.json"] = (lambda: (json.dumps(refs, indent=1, sort_keys=True) + "\n").encode(), None,
-                               8 * len(model.references))
+                               8 * len(site.references))
     files.update(render_shares(todo, renderer, cache, background))
     from site_builder.run.params import count_by_group
     cfg = site_info["config"]
@@ -546,11 +554,11 @@ def render_all(root, content, index, renderer, model, site_info, cache=None, bac
     size["total"] = sum(n for _, n in size["groups"])
     files["index.html"] = env.get_template("index.html").render(
         title="Overview", description=common["site"]["description"], root="", current="index", size=size,
-        call_map=model.call_map,
+        call_map=site.call_map,
         prev_href=None, next_href=f"{nav[0]['slug']}.html" if nav else None,
         next_title=nav[0]["title"] if nav else None, **common).encode()
     origin["index.html"] = "content/site.yaml"
-    files.update(play_fragments(env, model.pages))
+    files.update(play_fragments(env, site.pages))
     html_paths = [p for p in files if p.endswith(".html")]
     bundles = set()
     for path in html_paths:
@@ -630,11 +638,11 @@ def uncited(f, qualname) -> Problem:
                    "or make it private with a leading underscore", strict=True)
 
 
-def strict_checks(index, model, problems):
-    for qualname in index.public_functions("model"):
+def strict_checks(index, site, problems):
+    for qualname in index.public_functions():
         if index.function(qualname).kind != "function":    # top-level functions; methods ride with their class
             continue
-        if qualname not in model.documented:
+        if qualname not in site.documented:
             f = index.function(qualname)
             problems.append(uncited(f, qualname))
 
@@ -728,15 +736,15 @@ def _build(root, out, strict, cache_dir, use_cache, retrain, jobs, defer_search)
     gathered = gather(root, problems, cache, jobs, memos, retrain, digests)
     if gathered is None:
         raise BuildFailed(problems)
-    content, index, renderer, model, site_info = gathered
+    content, index, renderer, site, site_info = gathered
     # The font subset is made beside the link check and the write (a child, with 2+ jobs).
     try:
-        files, origin, fonts = render_all(root, content, index, renderer, model, site_info, cache if use_cache else None,
+        files, origin, fonts = render_all(root, content, index, renderer, site, site_info, cache if use_cache else None,
                                           background=jobs > 1)
     except (jinja2.TemplateError, OSError) as e:
         raise BuildFailed([rendering_problem(root, e)]) from None
     try:
-        return _check_and_write(root, out, strict, problems, files, origin, fonts, index, model, cache, memos,
+        return _check_and_write(root, out, strict, problems, files, origin, fonts, index, site, cache, memos,
                                 cache_dir, start_key, defer_search, t0)
     finally:
         fonts.stop()
@@ -762,22 +770,22 @@ def rendering_problem(root: Path, e: Exception) -> Problem:
     return Problem(rel, line or 0, f"{type(e).__name__}: {e.message or e}", "fix the template")
 
 
-def _check_and_write(root, out, strict, problems, files, origin, fonts, index, model, cache, memos, cache_dir,
+def _check_and_write(root, out, strict, problems, files, origin, fonts, index, site, cache, memos, cache_dir,
                      start_key, defer_search, t0):
     """The rest of build: check links, fail or write the site with its search index and the
     font subsets, record the stamp."""
     check_links(files, origin, problems)
-    strict_checks(index, model, problems)
+    strict_checks(index, site, problems)
     failing = [p for p in problems if not p.warning and (strict or not p.strict)]
     if failing:
         raise BuildFailed(failing)
     from site_builder.publish.search import BUNDLE
     deferred = defer_search and (out / BUNDLE).is_dir()
     warnings = [p for p in problems if p.warning or (p.strict and not strict)]
-    result = BuildResult(pages=len(model.pages) + 1, source_pages=sum(1 for f in files if f.startswith("source/")),
-                         references=len(model.references), examples_run=model.examples_run,
-                         examples_cached=model.examples_cached, seconds=0.0,
-                         pages_cached=sum(1 for p in model.pages if p.get("from_cache")), warnings=warnings)
+    result = BuildResult(pages=len(site.pages) + 1, source_pages=sum(1 for f in files if f.startswith("source/")),
+                         references=len(site.references), examples_run=site.examples_run,
+                         examples_cached=site.examples_cached, seconds=0.0,
+                         pages_cached=sum(1 for p in site.pages if p.get("from_cache")), warnings=warnings)
 
     def after_write(tmp, deferred):
         if deferred:
@@ -789,8 +797,9 @@ def _check_and_write(root, out, strict, problems, files, origin, fonts, index, m
 
     def stamp():
         if start_key:
-            extra, packages = stamp_inputs(root, model.example_inputs)
-            fingerprint.record(cache_dir, out, start_key, result.summary(), warnings, extra, packages)
+            extra, packages = stamp_inputs(root, site.example_inputs)
+            fingerprint.record(cache_dir, out, start_key, result.summary(), warnings, extra, packages,
+                               fingerprint.input_dirs(root))
     with output_lock(out):
         fingerprint.forget(cache_dir, out)
         write_site(files, out, after_write=lambda tmp: after_write(tmp, deferred))
@@ -811,9 +820,9 @@ def stamp_inputs(root: Path, example_inputs):
     """What the stamp must check besides the input folders: the files examples read outside
     them ({relative: sha256 as read}), and every package this build or its examples loaded."""
     from site_builder.gather.inputs import loaded_packages
-    extra, packages = {}, set(loaded_packages(root))
+    extra, packages, dirs = {}, set(loaded_packages(root)), fingerprint.input_dirs(root)
     for inputs in example_inputs:
-        extra.update((rel, sha) for rel, sha in inputs.files if fingerprint.outside_input_dirs(rel))
+        extra.update((rel, sha) for rel, sha in inputs.files if fingerprint.outside_input_dirs(rel, dirs))
         packages.update(inputs.packages)
     return extra, sorted(packages)
 
@@ -853,7 +862,9 @@ def check_pages(root: Path, slugs, cache_dir=None, jobs=None):
     try:
         index = reused_index(root)
     except SourceError as e:
-        return [Problem(e.file, e.line, e.message, "fix the syntax error")], [], {}
+        return [Problem(e.file, e.line, e.message, e.fix)], [], {}
+    except ProjectError as e:
+        return list(e.problems), [], {}
     cfg = default_config(root)
     from site_builder.run.example_runner import ExampleStore, run_examples
     store = ExampleStore(root, cache)
@@ -869,39 +880,39 @@ def check_pages(root: Path, slugs, cache_dir=None, jobs=None):
     for slug in slugs:
         builder.merge(builder.build_page(slug, order.index(slug), order))
     try:
-        links_checked = check_page_links(root, content, index, builder.model, site_info, problems)
+        links_checked = check_page_links(root, content, index, builder.site, site_info, problems)
     except (jinja2.TemplateError, OSError) as e:
         problems.append(rendering_problem(root, e))
         links_checked = 0
-    documented = builder.model.documented | renderer.cited
+    documented = builder.site.documented | renderer.cited
     page_text = "\n".join((root / p.file).read_text(encoding="utf-8") for p in content.pages.values())
     files = {index.function(c["function"]).file for s in slugs for c in concepts(content.pages[s])
              if c.get("function") in index.functions}
-    for qualname in index.public_functions("model"):
+    for qualname in index.public_functions():
         f = index.function(qualname)
         if f.kind == "function" and f.file in files and qualname not in documented and qualname not in page_text:
             problems.append(uncited(f, qualname))
     memos.save()
     failing = [p for p in problems if not p.warning]
-    return failing, [p for p in problems if p.warning], dict(pages=len(slugs), references=len(builder.model.references),
+    return failing, [p for p in problems if p.warning], dict(pages=len(slugs), references=len(builder.site.references),
                                                             examples=len(requests), links=links_checked)
 
 
-def check_page_links(root, content, index, model, site_info, problems):
+def check_page_links(root, content, index, site, site_info, problems):
     """check --page: the links of the pages checked, each page rendered as a build renders it
     (and not written). A link must point at a file the build produces, and a #fragment of
     the page itself at one of its anchors. The anchors of the other pages are not known
     without rendering them, so a link into another page is checked as far as that page
     exists; the full `check` checks its #fragment. Returns how many links were checked."""
     env = make_environment(root, None)
-    common = shared_context(content, index, model, site_info)
+    common = shared_context(content, index, site, site_info)
     files, origin, bundles = {}, {}, set()
-    for page in model.pages:
+    for page in site.pages:
         path = f"{page['slug']}.html"
         html = page_html(env, page, common).decode()
         bundles.add(bundle_path(page_scripts(html)))
         files[path], origin[path] = insert_scripts(html, "").encode(), page["file"]
     produced = ({f"{slug}.html" for slug in content.pages} | {"index.html", "references.json", "static/pygments.css"}
                 | {source_url(f) for f in common["source_files"]} | {rel for rel, _ in shipped_static(root)}
-                | bundles | set(play_fragments(env, model.pages)))
+                | bundles | set(play_fragments(env, site.pages)))
     return check_links(files, origin, problems, unread=produced - set(files))

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from site_builder import COMMAND
 from site_builder.gather.content import concepts, load_content
+from site_builder.gather.project import ProjectError, load_project
 from site_builder.gather.resolve import ResolveError, Resolved, asserts_nothing, checking_assertions, resolve_snippet
 from site_builder.gather.source_index import build_index
 
@@ -83,7 +84,7 @@ def _test_refs(index, qualname, limit=2) -> list:
     out, cited = [], set()
     for caller, line in index.called_by(qualname):
         f = index.function(caller)
-        if not f.file.startswith("tests/") or f.kind != "test" or caller in cited:
+        if f.kind != "test" or caller in cited:          # a test: a test* function of the tests folder
             continue
         cited.add(caller)
         lines = index.files[f.file]
@@ -213,14 +214,20 @@ def new_concept(root: Path, qualname: str, page: str, after: str | None = None) 
     errors = [p for p in problems if not p.warning]
     if page not in content.pages:
         raise ScaffoldError(f"no page '{page}' (pages: {', '.join(content.pages)})")
-    if not qualname.startswith("model."):        # pages document the model; tests are cited, not documented
-        raise ScaffoldError(f"{qualname} is not a function of model/: new-concept documents model functions "
-                            f"(e.g. model.ops.relu_forward); nothing was written")
+    try:
+        project = load_project(root)
+    except ProjectError as e:
+        raise ScaffoldError("; ".join(map(str, e.problems)) + "; nothing was written") from None
+    package = project.package
+    if not project.owns(qualname):        # pages document the package; tests are cited, not documented
+        raise ScaffoldError(f"{qualname} is not a function of {package}/ (project.package, {project.where('package')}): "
+                            f"new-concept documents the package's functions (e.g. {package}.module.function); "
+                            f"nothing was written")
     index = build_index(root)
     try:
         f = index.function(qualname)
     except KeyError as e:
-        raise ScaffoldError(str(e).strip('"') + "; write the function in model/ first, then run new-concept; "
+        raise ScaffoldError(str(e).strip('"') + f"; write the function in {package}/ first, then run new-concept; "
                             "nothing was written") from None
     if after and not any(isinstance(s, dict) and s.get("id") == after for s in content.pages[page].meta.get("sections") or []):
         ids = [str(s.get("id")) for s in content.pages[page].meta.get("sections") or [] if isinstance(s, dict)]

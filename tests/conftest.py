@@ -13,6 +13,22 @@ threadpool_limits(1)
 
 ROOT = Path(__file__).resolve().parent.parent
 
+from site_builder.gather.project import load_project  # noqa: E402  (after the thread limits)
+
+
+def project_block(site_yaml=ROOT / "content" / "site.yaml") -> str:
+    """The `project:` block of the real site.yaml (what the builder knows of the package,
+    site_builder/gather/project.py), for the small repositories the tests make: appended to
+    their site.yaml, it documents the real package with the real hooks."""
+    lines = site_yaml.read_text(encoding="utf-8").splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if line.startswith("project:"))
+    end = next((i for i in range(start + 1, len(lines)) if lines[i][:1] not in (" ", "#", "\n")), len(lines))
+    return "".join(lines[start:end])
+
+
+PROJECT_BLOCK = project_block()
+PROJECT_FOLDERS = load_project(ROOT).folders      # what PROJECT_BLOCK names: the package, its tests, its inputs
+
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
@@ -47,7 +63,7 @@ def built_site(tmp_path_factory):
 def play_server(built_site):
     """`serve`'s HTTP server on the session's build, with its playground (/__play), on 127.0.0.1."""
     from site_builder.serve.play import PlayPool
-    from site_builder.serve.server import make_server
+    from site_builder.serve.site_http import make_server
     server = make_server(built_site, host="127.0.0.1", port=0)
     server.play = PlayPool(ROOT, ROOT / ".build_cache")
     server.start()
@@ -79,24 +95,21 @@ def assert_sections(html, sid, headings):
 
 
 def with_project(site: str) -> str:
-    """A small repository's site.yaml: `site`, with the repository's `project:` block (what the
-    builder knows of the package, content/site.yaml) added at its end if it has none."""
+    """A small repository's site.yaml: `site`, with the repository's `project:` block
+    (PROJECT_BLOCK) added at its end if it has none."""
     if re.search(r"^project:", site, re.M):
         return site
-    lines = (ROOT / "content" / "site.yaml").read_text(encoding="utf-8").splitlines(keepends=True)
-    start = lines.index("project:\n")
-    end = next(i for i in range(start + 1, len(lines)) if lines[i].strip() and not lines[i][0].isspace())
-    return site + ("" if site.endswith("\n") else "\n") + "".join(lines[start:end])
+    return site.rstrip("\n") + "\n" + PROJECT_BLOCK
 
 
 def mini_repo(tmp_path, site, page, examples, copy=("",)):
     """A small repository: the real templates, static files and builder (linked), one page, and
     the given example modules. `copy` names folders copied rather than linked, for tests that edit them.
-    The site settings get the repository's `project:` block (and its hooks, linked) unless they have one."""
+    A site without a `project:` block gets the real one (PROJECT_BLOCK), with the real hooks file."""
     import shutil
     root = tmp_path / "repo"
     root.mkdir()
-    for name in ("model", "templates", "static", "data", "tests", "site_builder"):
+    for name in ("templates", "static", "site_builder") + PROJECT_FOLDERS:
         if name in copy:
             shutil.copytree(ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
@@ -145,7 +158,7 @@ def assert_anchored_sections(html, concepts, with_shapes):
 
 @pytest.fixture
 def quick_settle(monkeypatch):
-    """serve collects garbage after every build (site_builder/serve/server.py settle_memory): in serve
+    """serve collects garbage after every build (site_builder/serve/rebuild.py settle_memory): in serve
     that walks a small heap, in the test process it walks every earlier test's objects (6-8 s a
     build late in the suite, against 0.4 s alone). Tests of the rebuild logic skip it."""
-    monkeypatch.setattr("site_builder.serve.server.settle_memory", lambda: None)
+    monkeypatch.setattr("site_builder.serve.rebuild.settle_memory", lambda: None)

@@ -2,9 +2,10 @@
 (tests/test_differential.py, tests/test_mutation.py).
 
 `make_fixture_project(dest)` copies the builder and everything it reads (build_site.py,
-site_builder/, templates/, static/, model/, pyproject.toml, and the modules of tests/ that the
-pages cite or the examples import), and writes a `content/` with four of the real pages whose
-examples are cheap, and a prefix of the corpus:
+site_builder/, templates/, static/, pyproject.toml, and what the project block of
+content/site.yaml names: the package, the modules of its tests folder that the pages cite or
+the examples import, the hooks file), and writes a `content/` with four of the real pages
+whose examples are cheap, and a prefix of the corpus:
 
 - tokens      its examples read data/shakespeare.txt directly (the vocabulary, batches) and
               import model.train (hence tqdm)
@@ -39,11 +40,15 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from site_builder.gather.project import load_project
+
 ROOT = Path(__file__).resolve().parent.parent
+# The folders and files the project block names (content/site.yaml): the copy has them all.
+PROJECT = load_project(ROOT)
 
 PAGES = ("tokens", "embeddings", "loss", "positions")
 CORPUS_BYTES = 64 * 1024
-COPIED_DIRS = ("site_builder", "templates", "static", "model")
+COPIED_DIRS = ("site_builder", "templates", "static", PROJECT.package)
 COPIED_FILES = ("build_site.py", "pyproject.toml")
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*~", "*.swp")
 GIT_ENV = dict(GIT_AUTHOR_NAME="fixture", GIT_AUTHOR_EMAIL="fixture@example.invalid",
@@ -123,11 +128,12 @@ def _copy_common(dest: Path, test_modules=None):
         shutil.copytree(ROOT / d, dest / d, ignore=IGNORE, symlinks=True)
     for f in COPIED_FILES:
         shutil.copy2(ROOT / f, dest / f)
-    (dest / "tests").mkdir()
-    for p in sorted((ROOT / "tests").glob("*.py")):     # pages cite test functions; examples import some
+    (dest / PROJECT.tests).mkdir()
+    for p in sorted((ROOT / PROJECT.tests).glob("*.py")):     # pages cite test functions; examples import some
         if test_modules is None or p.stem in test_modules:
-            shutil.copy2(p, dest / "tests" / p.name)
-    (dest / "data").mkdir()
+            shutil.copy2(p, dest / PROJECT.tests / p.name)
+    for folder in PROJECT.inputs:          # the copy's input files are the callers' to put there
+        (dest / folder).mkdir()
 
 
 def _git_commit(dest: Path):
@@ -159,7 +165,8 @@ def make_fixture_project(dest: Path, all_tests: bool = False) -> Path:
     (content / "pages").mkdir(parents=True)
     (content / "examples").mkdir()
     (content / "site.yaml").write_text(_site_yaml(PAGES), encoding="utf-8")
-    shutil.copy2(ROOT / "content" / "hooks.py", content / "hooks.py")      # the project block names it
+    if PROJECT.hooks:
+        shutil.copy2(ROOT / PROJECT.hooks, dest / PROJECT.hooks)
     for slug in PAGES:
         shutil.copy2(ROOT / "content" / "pages" / f"{slug}.md", content / "pages" / f"{slug}.md")
     for m in modules:

@@ -11,7 +11,7 @@ from site_builder.render.html import cite_authors
 from site_builder.gather.resolve import ResolveError, resolve_snippet
 from site_builder.gather.source_index import build_index
 from site_builder.render.symbols import wrap_symbols
-from tests.conftest import mini_repo
+from tests.conftest import PROJECT_BLOCK, mini_repo
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -92,7 +92,7 @@ def test_operator_names_are_spaced_from_an_argument_as_tex_spaces_them():
 
 # -- shapes for any function --------------------------------------------------------------------
 
-SITE = "title: t\nrepo_url: https://example.invalid/r\nnav: [mini]\n"
+SITE = "title: t\nrepo_url: https://example.invalid/r\nnav: [mini]\n" + PROJECT_BLOCK
 PAGE = """---
 title: Mini
 sections:

@@ -10,14 +10,14 @@ import pytest
 
 from site_builder.build import build
 from site_builder.base.problems import BuildFailed
-from tests.conftest import ROOT, mini_repo, with_project
+from tests.conftest import PROJECT_BLOCK, ROOT, mini_repo, with_project
 
 SITE = """title: Mini
 repo_url: https://example.invalid/repo
 nav: [mini]
 papers:
   vaswani2017: {title: Attention Is All You Need, authors: Vaswani and others, year: 2017}
-"""
+""" + PROJECT_BLOCK
 PAGE = """---
 title: Mini
 sections:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from site_builder.serve.server import abandon_output, site_clause
+from site_builder.serve.stopping import abandon_output, site_clause
 from tests.conftest import ROOT, mini_repo
 from tests.test_build_errors import SITE, PAGE
 
@@ -275,7 +275,7 @@ def test_a_builder_that_dies_is_one_failure_line_and_the_next_edit_builds(mini, 
     # its problem line, as `build` prints problems, then the failed build's line
     problem, summary = cmd.lines[printed:]
     assert "Traceback" not in cmd.text(), cmd.lines[printed:]
-    assert problem.startswith("site_builder/serve/server.py: the build process stopped in the middle of a build (killed by")
+    assert problem.startswith("site_builder/serve/builder.py: the build process stopped in the middle of a build (killed by")
     assert summary == failed[0] and "1 problem" in summary and "still serving the last good site" in summary
     (root / "content" / "examples" / "mini.py").write_text(FAST.replace('"fast"', '"fast again"'))
     wait_for(lambda: [line for line in cmd.lines[printed + 2:] if " built " in line], 120, "a new build", cmd)
@@ -372,17 +372,17 @@ time.sleep(10)
 DURING_IMPORT = """import importlib.abc
 class SecondSignal(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name == "site_builder.serve.server":
+        if name == "site_builder.serve.stopping":
             os.kill(os.getpid(), signal.SIGTERM)
         return None
 sys.meta_path.insert(0, SecondSignal())"""
 # ... or while it cleans up.
-DURING_CLEANUP = """import site_builder.serve.server as serve
-clean_up = serve.abandon
+DURING_CLEANUP = """import site_builder.serve.stopping as stopping
+clean_up = stopping.abandon
 def abandon(out):
     os.kill(os.getpid(), signal.SIGTERM)
     return clean_up(out)
-serve.abandon = abandon"""
+stopping.abandon = abandon"""
 
 
 @pytest.mark.parametrize("arrange", [DURING_IMPORT, DURING_CLEANUP], ids=["during-import", "during-cleanup"])

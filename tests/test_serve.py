@@ -24,7 +24,10 @@ import pytest
 from site_builder.base.problems import BuildFailed, Problem
 from site_builder.serve import reload
 from site_builder.serve.hosts import host_warning, is_loopback
-from site_builder.serve.server import Rebuilder, SiteState, Watcher, make_server, resolve_request_path, serve
+from site_builder.serve.paths import resolve_request_path
+from site_builder.serve.rebuild import Rebuilder, Watcher
+from site_builder.serve.server import serve
+from site_builder.serve.site_http import SiteState, make_server
 from site_builder.publish.write import write_site
 
 pytestmark = pytest.mark.usefixtures("quick_settle")      # see tests/conftest.py
@@ -421,9 +424,13 @@ def test_the_search_index_catches_up_after_the_site_goes_live(tmp_path):
 
 
 def test_code_changes_make_the_real_build_reimport_the_project(tmp_path, monkeypatch):
-    from site_builder.serve import server as serve_module
-    pkg = tmp_path / "model"
+    from site_builder.serve import rebuild
+    (tmp_path / "content").mkdir()
+    (tmp_path / "content" / "site.yaml").write_text("title: t\nnav: []\nproject:\n  package: pkg\n  tests: checks\n")
+    (tmp_path / "checks").mkdir()
+    pkg = tmp_path / "pkg"
     pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
     (pkg / "zz_serve_probe.py").write_text("VALUE = 1\n")
     monkeypatch.syspath_prepend(str(pkg))
     import zz_serve_probe
@@ -431,8 +438,8 @@ def test_code_changes_make_the_real_build_reimport_the_project(tmp_path, monkeyp
     before = reload.code_fingerprint(tmp_path)
     (pkg / "zz_serve_probe.py").write_text("VALUE = 22\n")
     assert reload.code_fingerprint(tmp_path) != before
-    serve_module._forget_modules(tmp_path)
-    assert "zz_serve_probe" not in sys.modules and "site_builder.serve.server" in sys.modules
+    rebuild._forget_modules(tmp_path)
+    assert "zz_serve_probe" not in sys.modules and "site_builder.serve.rebuild" in sys.modules
     import zz_serve_probe as again
     assert again.VALUE == 22
     sys.modules.pop("zz_serve_probe", None)
@@ -440,10 +447,31 @@ def test_code_changes_make_the_real_build_reimport_the_project(tmp_path, monkeyp
 
 # --- watching ------------------------------------------------------------------------------------
 
+PROJECT_BLOCK = "title: t\nnav: []\nproject:\n  package: {package}\n  tests: checks\n"
+
+
+def project_tree(root, package):
+    """A tree with a project block naming `package` (and its folders), and a folder it does not name."""
+    for d in ("content", "static", package, "checks", "notes"):
+        (root / d).mkdir(exist_ok=True)
+    (root / package / "__init__.py").write_text("")
+    (root / "content" / "site.yaml").write_text(PROJECT_BLOCK.format(package=package))
+
+
+def test_the_watcher_watches_the_folders_the_project_block_names(tmp_path):
+    project_tree(tmp_path, "lib")
+    logs = []
+    w = Watcher(tmp_path, tmp_path / "site", lambda paths: None, log=logs.append)
+    assert [p.name for p in w.paths] == ["content", "static", "lib", "checks"]
+    assert not w.moved()
+    project_tree(tmp_path, "lib2")               # the block now names another package
+    assert w.moved() and [p.name for p in w.paths] == ["content", "static", "lib2", "checks"]
+    assert logs == ["watching content/, static/, lib2/, checks/ now"]
+
+
 def test_watcher_ignores_caches_editor_files_and_the_output(tmp_path):
     from watchfiles import Change
-    for d in ("content", "static", "model"):
-        (tmp_path / d).mkdir()
+    project_tree(tmp_path, "model")
     out = tmp_path / "static" / "_site"
     seen = []
     w = Watcher(tmp_path, out, seen.append)

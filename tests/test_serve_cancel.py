@@ -1,5 +1,5 @@
-"""Under `serve`, a stuck example never blocks the next rebuild (site_builder/serve/server.py:
-Rebuilder, BuilderProcess.cancelled). A change that arrives while a build has run for
+"""Under `serve`, a stuck example never blocks the next rebuild (site_builder/serve/rebuild.py:
+Rebuilder; builder.py: BuilderProcess.cancelled). A change that arrives while a build has run for
 ABANDON_AFTER seconds (or that is waiting when it reaches that age) abandons it: the builder
 and its workers are killed, nothing half-written is published, one line is logged, and a new
 builder builds the new tree at once. A build that finishes within the grace period is not
@@ -18,7 +18,8 @@ import urllib.request
 
 import pytest
 
-from site_builder.serve.server import ABANDON_AFTER, BuildAbandoned, Rebuilder, SiteState
+from site_builder.serve.rebuild import ABANDON_AFTER, BuildAbandoned, Rebuilder
+from site_builder.serve.site_http import SiteState
 from tests.conftest import mini_repo
 from tests.test_build_errors import PAGE, SITE
 from tests.test_interrupt import FAST, _stat, running, tree, wait_for, command  # noqa: F401 (a fixture)

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from site_builder.base import worker
-from site_builder.serve.server import BuilderProcess, RemoteBuildFailed
+from site_builder.serve.builder import BuilderProcess, RemoteBuildFailed
 from tests.conftest import mini_repo
 from tests.test_build_errors import PAGE, SITE
 from tests.test_interrupt import FAST, running
@@ -87,6 +87,6 @@ def test_a_builder_stopped_twice_fails_the_build_in_one_line(builder):
         done.set()
         stopper.join()
     [problem] = failed.value.problems
-    assert problem.startswith("site_builder/serve/server.py: the build process was stopped from outside") and "twice" in problem
+    assert problem.startswith("site_builder/serve/builder.py: the build process was stopped from outside") and "twice" in problem
     assert len(builder.pids) == 2 and not any(running(pid) for pid in builder.pids)
     assert len(builder.logs) == 1

@@ -5,7 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from site_builder.gather.source_index import NotIndexed, SourceError, build_index
+from site_builder.gather.project import ProjectError
+from site_builder.gather.source_index import build_index
+from site_builder.gather.source_records import NotIndexed, SourceError
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -249,8 +251,12 @@ FILES = {
 }
 
 
+# The project block that names the folders build_index reads (site_builder/gather/project.py).
+SITE = "title: t\nnav: []\nproject:\n  package: model\n  tests: tests\n"
+
+
 def write_repo(root: Path, files: dict) -> Path:
-    for rel, text in files.items():
+    for rel, text in {"content/site.yaml": SITE, **files}.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text).lstrip("\n"))
@@ -399,9 +405,16 @@ def test_syntax_error_names_file_and_line(tmp_path):
 
 
 def test_missing_package_is_an_error(tmp_path):
+    """A folder that is not there is a problem naming the setting that names it; named by the
+    caller, one naming the folder and the settings."""
     write_repo(tmp_path, {"model/__init__.py": ""})
-    with pytest.raises(SourceError, match="tests"):
+    with pytest.raises(ProjectError) as info:
         build_index(tmp_path)
+    assert [(p.file, p.line) for p in info.value.problems] == [("content/site.yaml", 5)]
+    assert "project.tests names tests/, which is not a folder" in str(info.value.problems[0])
+    with pytest.raises(SourceError, match="no folder tests/") as info:
+        build_index(tmp_path, packages=("model", "tests"))
+    assert "content/site.yaml" in info.value.fix
     assert list(build_index(tmp_path, packages=("model",)).files) == ["model/__init__.py"]
 
 

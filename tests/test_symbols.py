@@ -80,7 +80,7 @@ def test_the_block_page_marks_its_symbols(site_page):
 def words(source):
     """CodeWords of the one function in `source`."""
     import ast
-    from site_builder.gather.source_index import code_words_of
+    from site_builder.gather.source_syntax import code_words_of
     return code_words_of(ast.parse(source).body[0])
 
 

@@ -32,11 +32,12 @@ class CacheRefused(Exception):
     """A --cache-dir the builder may not write into or delete: one line saying why."""
 
 
-def check_cache_dir(folder: Path, root: Path):
+def check_cache_dir(folder: Path, root: Path, project_folders=lambda repo: ()):
     """Raise CacheRefused unless `folder` may hold the build cache (and be deleted by --clean):
     not the repository, nor a folder holding it, nor a source or output folder, nor a non-empty
-    folder that is not a cache."""
-    from site_builder.base.folders import MARKER, SOURCE_FOLDERS, default_roots
+    folder that is not a cache. `project_folders(repo)`: the folders of the project there
+    (gather.project.project_folders; base reads no configuration)."""
+    from site_builder.base.folders import MARKER, default_roots, source_folders
     shown = str(folder)
     real = Path(os.path.realpath(folder))
     for repo in sorted(default_roots() | {Path(os.path.realpath(root))}):
@@ -44,7 +45,7 @@ def check_cache_dir(folder: Path, root: Path):
         if real == repo or repo.is_relative_to(real):
             raise CacheRefused(f"--cache-dir {shown} is or holds the repository {repo} (choose a folder of its own, "
                                f"e.g. {repo / '.build_cache'})")
-        for name in SOURCE_FOLDERS:
+        for name in source_folders(project_folders(repo)):
             source = Path(os.path.realpath(repo / name))
             if os.path.lexists(repo / name) and (real.is_relative_to(source) or source.is_relative_to(real)):
                 raise CacheRefused(f"--cache-dir {shown} is, holds or sits in the source folder {repo / name} "

@@ -106,9 +106,15 @@ def _parse_yaml(text, file, offset):
         return None, Problem(file, offset + 1, f"malformed YAML: {e}")
 
 
+# The texts every page shows that a project may say in its own words (site.yaml `labels:`);
+# the builder's defaults name no project.
+LABELS = {"why": "Why is it needed?"}       # the heading of a concept's `why`
+
 # kind -> (required keys, optional keys, {key: kind of its value or of its list items})
 SCHEMA = {
-    "site": ({"title", "nav"}, {"repo_url", "branch", "description", "papers", "sources", "project"}, {}),
+    "site": ({"title", "nav"}, {"repo_url", "branch", "description", "papers", "sources", "project", "labels"},
+             {"labels": "labels"}),
+    "labels": (set(), set(LABELS), {}),
     "paper_entry": ({"title", "authors", "year"}, {"url", "venue"}, {}),
     "page": ({"title", "sections"}, {"summary", "next_note"}, {"sections": "section"}),
     "concept": ({"id", "title", "function", "what", "why", "math"},
@@ -139,7 +145,8 @@ LEAF_TYPES = {"derived": bool, "flow": bool, "probe": "probe-map", "names": "str
               "shape": "scalar",
               "section": "scalar", "equation": "scalar", "page": "scalar", "year": "scalar",
               "timeout": "seconds", "choices": dict, "playable": dict, "project": dict}
-CONTAINERS = {"sections", "math", "refs", "symbols", "examples", "shapes", "listings", "notes", "paper", "diagram"}
+CONTAINERS = {"sections", "math", "refs", "symbols", "examples", "shapes", "listings", "notes", "paper", "diagram",
+              "labels"}
 
 
 def check_leaf(obj, key, file, problems):
@@ -207,7 +214,7 @@ def validate(obj, kind, file, line, problems):
         if key not in obj:
             continue
         value = obj[key]
-        if child in ("paper", "diagram"):
+        if child in ("paper", "diagram", "labels"):
             validate(value, child, file, obj.line_of(key), problems)
         elif not isinstance(value, list):
             problems.append(Problem(file, obj.line_of(key), f"'{key}' must be a list",
@@ -246,6 +253,12 @@ class Page:
 class Content:
     site: Located
     pages: dict = field(default_factory=dict)      # slug -> Page, in navigation order
+
+    @property
+    def labels(self) -> dict:
+        """The page texts (LABELS), as site.yaml's `labels:` words them."""
+        given = self.site.get("labels")
+        return {**LABELS, **(given if isinstance(given, dict) else {})}
 
 
 def split_front_matter(text, file):

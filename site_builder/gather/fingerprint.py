@@ -2,11 +2,12 @@
 so that an unchanged repository with an untouched site is not built again.
 
 Make's trick, with content hashes instead of times (a checkout or a touch changes times, not
-content). The inputs are every file the build reads (content, templates, static, the model,
-the tests, the builder itself, the corpus), any other repository file an example was seen
-to read, the commit the pages cite, the Python version, the options, and
-every installed package the build loaded, as the file an import resolves to (an upgrade or
-a shadowing module changes it; site_builder/gather/inputs.py).
+content). The inputs are every file the build reads (content, templates, static, the builder
+itself, and the project's folders: its package, its tests and the input folders the project
+block names, gather/project.py), any other repository file an example was seen to read, the
+commit the pages cite, the Python version, the options, and every installed package the build
+loaded, as the file an import resolves to (an upgrade or a shadowing module changes it;
+site_builder/gather/inputs.py).
 
 Every builder keeps the stamp: `build_site.py`, `check` and `serve` alike. A build removes
 the stamp of its output folder before it swaps a new site in, and writes a new one only
@@ -17,6 +18,9 @@ site out of date (sizes and times are compared first; a file whose size or time 
 or was written within two seconds of the stamp, is hashed).
 
 This module imports nothing heavy: the check has to cost less than the interpreter's start.
+So the no-op check does not read the project block (that needs the YAML parser): the stamp
+keeps the folders the build read, and content/site.yaml, which names them, is among the
+inputs, so a changed block changes the key before the folders could be out of date.
 """
 import hashlib
 import json
@@ -26,13 +30,23 @@ import sys
 import time
 from pathlib import Path
 
-INPUT_DIRS = ("content", "templates", "static", "model", "tests", "site_builder", "data")
+# The builder's own input folders; the project's come between them (input_dirs), in the order
+# the keys have always been taken in, so a cache stays valid.
+CONTENT_DIRS = ("content", "templates", "static")
+BUILDER_DIRS = ("site_builder",)
 INPUT_FILES = ("build_site.py", "pyproject.toml")
 RACY_SECONDS = 2.0     # a file this close to the stamp may change without changing its time
 
 
-def input_files(root: Path):
-    for name in INPUT_DIRS:
+def input_dirs(root: Path) -> tuple:
+    """Every folder the build reads: the builder's, the project's code, and its input folders."""
+    from site_builder.gather.project import load_project
+    project = load_project(root)
+    return CONTENT_DIRS + project.code_folders + BUILDER_DIRS + tuple(project.inputs)
+
+
+def input_files(root: Path, dirs):
+    for name in dirs:
         for p in sorted((root / name).rglob("*")):
             if p.is_file() and "__pycache__" not in p.parts and not p.name.endswith((".pyc", "~", ".swp")):
                 yield p
@@ -86,18 +100,19 @@ def _sha(path: Path) -> str:
         return "missing"
 
 
-def input_digests(root: Path) -> list:
-    """[(relative path, sha256 hex)] of every file of the input folders; a build takes it once
-    and keys both its stamp and its pages on it."""
-    return [(p.relative_to(root).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest()) for p in input_files(root)]
+def input_digests(root: Path, dirs=None) -> list:
+    """[(relative path, sha256 hex)] of every file of the input folders (default: input_dirs);
+    a build takes it once and keys both its stamp and its pages on it."""
+    return [(p.relative_to(root).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest())
+            for p in input_files(root, dirs if dirs is not None else input_dirs(root))]
 
 
-def fingerprint(root: Path, options: dict, digests=None) -> str:
+def fingerprint(root: Path, options: dict, digests=None, dirs=None) -> str:
     """The digest of every file of the input folders (`digests`, if taken already), the
     commit, the Python version and the options (another interpreter or import path shows in
     the packages it loads)."""
     h = hashlib.sha256()
-    for rel, sha in digests if digests is not None else input_digests(root):
+    for rel, sha in digests if digests is not None else input_digests(root, dirs):
         h.update(f"{rel}\0{sha}".encode())
     h.update(json.dumps([head_commit(root), sys.version, options],
                         sort_keys=True, default=str).encode())
@@ -109,8 +124,8 @@ def with_extra(key: str, extra: dict) -> str:
     return hashlib.sha256(json.dumps([key, sorted(extra.items())]).encode()).hexdigest()
 
 
-def outside_input_dirs(rel: str) -> bool:
-    return rel.split("/")[0] not in INPUT_DIRS and rel not in INPUT_FILES
+def outside_input_dirs(rel: str, dirs) -> bool:
+    return rel.split("/")[0] not in dirs and rel not in INPUT_FILES
 
 
 def stamp_path(cache_dir: Path, out: Path) -> Path:
@@ -153,8 +168,8 @@ def up_to_date(cache_dir: Path, out: Path, root: Path, options: dict):
     try:
         stored = json.loads(stamp_path(cache_dir, out).read_text())
         extra = {rel: _sha(root / rel) for rel in stored.get("extra", {})}
-        key = with_extra(fingerprint(root, options), extra)
-    except (OSError, ValueError, TypeError, AttributeError):
+        key = with_extra(fingerprint(root, options, dirs=tuple(stored["dirs"])), extra)
+    except (OSError, ValueError, TypeError, AttributeError, KeyError):
         return None
     if stored.get("key") != key or not Path(out).is_dir():
         return None
@@ -173,16 +188,16 @@ def forget(cache_dir: Path, out: Path):
         pass
 
 
-def record(cache_dir: Path, out: Path, key: str, summary: str, warnings=(), extra=None, packages=()):
-    """After a complete build: its input key (taken when it started; `extra`: {relative path:
-    sha256} of the files examples read outside the input folders, as they read them), what it
-    wrote, and the packages it loaded."""
+def record(cache_dir: Path, out: Path, key: str, summary: str, warnings=(), extra=None, packages=(), dirs=()):
+    """After a complete build: its input key (taken when it started, on the input folders
+    `dirs`; `extra`: {relative path: sha256} of the files examples read outside them, as they
+    read them), what it wrote, and the packages it loaded."""
     extra = extra or {}
     key = with_extra(key, extra)
     path = stamp_path(cache_dir, out)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp-{os.getpid()}")
-    tmp.write_text(json.dumps({"key": key, "summary": summary, "warnings": [str(w) for w in warnings],
+    tmp.write_text(json.dumps({"key": key, "dirs": list(dirs), "summary": summary, "warnings": [str(w) for w in warnings],
                                "extra": extra, "packages": [list(p) for p in packages],
                                "written": written_files(Path(out)), "time": time.time()}))
     tmp.replace(path)

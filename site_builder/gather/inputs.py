@@ -1,7 +1,7 @@
 """What a cached result read: recorded while it is computed, checked before it is reused.
 
-A cache is only as good as its keys, and a key listed by hand forgets something (the corpus
-an example opens, a data file added next year, a package upgraded underneath). So, like
+A cache is only as good as its keys, and a key listed by hand forgets something (the text
+file an example opens, another file added next year, a package upgraded underneath). So, like
 Bazel and Nix think of hermeticity, the inputs of an example are *recorded* as it runs, in
 the child process that runs it:
 

@@ -128,12 +128,10 @@ _MEMO: dict = {}
 
 def load_project(root: Path) -> Project:
     """The project block of root/content/site.yaml, validated (ProjectError if it is wrong)."""
-    path = Path(root) / SITE_FILE
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as e:
-        raise ProjectError([Problem(SITE_FILE, 0, f"cannot read the site's settings: {e.strerror}",
-                                    f"create {SITE_FILE} with a `project:` block naming the package to document")])
+    from site_builder.gather.content import read_text
+    text, problem = read_text(Path(root) / SITE_FILE, SITE_FILE)
+    if problem:
+        raise ProjectError([problem])
     key = (str(Path(root).resolve()), text)
     if key not in _MEMO:
         _MEMO.clear()
@@ -278,3 +276,13 @@ def hook(root: Path, project: Project, name: str):
     """The hooks module's function `name`, or None when there is no such hook."""
     module = hooks_module(root, project)
     return getattr(module, name, None) if module is not None else None
+
+
+def project_folders(root: Path) -> tuple:
+    """The project's folders (project.folders), or () when the block cannot be read: for what
+    runs before or beside a build (the output and cache checks, serve's watcher), where the
+    build itself reports what is wrong with the block."""
+    try:
+        return load_project(root).folders
+    except ProjectError:
+        return ()

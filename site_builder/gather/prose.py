@@ -2,7 +2,7 @@
 
 Three things an author may write inside any Markdown field (and the page body):
 
-- `[[model.module.function]]` / `[[model.module.function | snippet]]`: a code reference.
+- `[[pkg.module.function]]` / `[[pkg.module.function | snippet]]`: a code reference.
   The snippet ends at the first `]]` outside brackets it opened itself, so a snippet may
   hold `]` and `]]` (`grads[c["table"]] += ...`, `c["scale"]]]`): brackets in code are
   balanced, and a reference is scanned like code.
@@ -24,7 +24,7 @@ computed values and quotations, any digit left in prose is a typed number and fa
 - ordinals (1st, 2nd, 3rd, 4th), and the markers of an ordered list ("2. ..."), which
   Markdown renumbers anyway;
 - the number of a name written in capitals and a hyphen (UTF-8, SHA-256);
-- a digit glued to a name (`float64`, `W1`, `LN2`, `seq2seq`): part of an identifier;
+- a digit glued to a name (`float64`, `W1`, `LN2`, `x2y`): part of an identifier;
 - a four-digit year from 1900 to 2099 ("Vaswani et al. 2017"): a citation. (So a count
   that happens to look like a year, such as 2048, passes: the price of citing in prose.)
 - section, equation, algorithm, table, figure and page numbers of a cited paper, after

@@ -1,7 +1,7 @@
 """Stage 3 of the site build: resolve references from content to exact source lines.
 
-One job: turn "the line of `ffn_forward` that contains `relu_forward(Z)`" into
-`model/transformer.py:72` and the exact text of that line, or fail loudly. Content never
+One job: turn "the line of `dense_forward` that contains `relu_forward(Z)`" into
+`pkg/layers.py:72` and the exact text of that line, or fail loudly. Content never
 types a line number (the one rule of the site); this is where the number comes from.
 
 Trade-offs, and why:
@@ -45,7 +45,7 @@ __all__ = ["Resolved", "ResolveError", "resolve_snippet", "resolve_function", "a
 
 @dataclass(frozen=True)
 class Resolved:
-    file: str          # repo-relative posix path, "model/transformer.py"
+    file: str          # repo-relative posix path, "pkg/layers.py"
     start: int         # first line, 1-based
     end: int           # last line, inclusive
     code: str          # the exact text of lines start..end, joined by "\n"

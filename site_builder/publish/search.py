@@ -12,7 +12,7 @@ What gets indexed (the templates decide, with Pagefind's data attributes):
   duplicated listings of the interactive widgets (`data-pagefind-ignore`).
 - Weights: a concept's function name (`data-pagefind-weight="10"`, in the line under
   "What is it?"), equation names (5) and the code names of symbols (3), so a search for a
-  function name (`layer_norm_backward`) ranks the concept that documents it above the pages
+  function name (`dense_backward`) ranks the concept that documents it above the pages
   that merely call it. Headings with ids become Pagefind sub-results; the search box
   (static/js/search.js) links to the sub-result with the most weighted hits, and a concept's
   "What is it?" heading to the concept itself.
@@ -20,9 +20,8 @@ What gets indexed (the templates decide, with Pagefind's data attributes):
 - A concept's page carries the meta `fn-<name>: <concept id>` for the function it documents.
   When the query looks like a function name, the search box lists the results holding that
   meta first, linked to the concept itself. Ranking alone would not promise it: Pagefind
-  favours short pages, so a test file that calls `layer_norm_backward` ten times outscored the
-  long page documenting it, and the block page, which calls it and cites it often, can come
-  close. Hence also the weights: 10 on the function name, 0.3 on source listings.
+  favours short pages, so a test file that calls a function ten times outscored the long page
+  documenting it, and a page that calls it and cites it often can come close. Hence also the weights: 10 on the function name, 0.3 on source listings.
 - No `data-pagefind-filter`: Pagefind writes its filter files in hash-map order, which changes
   from run to run, and that would break the byte-identical builds. Without filters two runs
   give identical bundles.
@@ -30,11 +29,11 @@ What gets indexed (the templates decide, with Pagefind's data attributes):
   HTML is glyph soup, both useless in a result and ugly in an excerpt.
 - Nor are buttons (an equation's "Copy link" read in excerpts of the text beside it), nor a
   source page's line numbers (`.ln`): indexed, every number up to a file's length
-  matched every source page, and an excerpt of ops.py read "1. The primitives ... 2. 3. Every".
+  matched every source page, and an excerpt of a source file read "1. The primitives ... 2. 3. Every".
 
 Trade-offs:
 - Underscores are left out of `--include-characters`: Pagefind then indexes
-  `layer_norm_backward` both whole and as its parts, so `layer norm` finds it too.
+  `dense_backward` both whole and as its parts, so `dense backward` finds it too.
 - The bundle Pagefind writes also holds its prebuilt UIs (pagefind-ui.js and friends, about
   400 KB). The site uses a small box of its own on top of `pagefind.js` (themeable with the
   site's CSS, no extra stylesheet, and it keeps working without JavaScript errors from

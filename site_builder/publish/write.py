@@ -9,7 +9,8 @@ second waits a bounded time, then refuses with a message naming the lock.
 The output folder is the builder's alone, and nothing else is ever deleted:
 
 - `check_output` refuses an output that is, holds or sits inside the repository's sources
-  (the root itself, content/, model/, tests/, ... and .git), a file, a folder inside another
+  (the root itself, content/, templates/, ..., .git, and the folders the project block names:
+  the package, its tests, its input folders), a file, a folder inside another
   build's output, and a non-empty folder the builder did not make. The builder's folders
   carry a marker file, MARKER, whose bytes never change; a folder built before the marker
   existed is recognised by what every build writes (index.html, references.json, pagefind/).
@@ -29,7 +30,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from site_builder.base.folders import MARKER, SOURCE_FOLDERS, default_roots
+from site_builder.base.folders import MARKER, default_roots, source_folders
+from site_builder.gather.project import project_folders
 
 MARKER_TEXT = (b"This folder is the output of build_site.py (site_builder/write.py); every build replaces it.\n"
                b"The files the last build wrote are listed in .built-by-site-builder.files. Any other file\n"
@@ -100,7 +102,7 @@ def check_output(out, root=None):
         if _inside(real_repo, real):
             raise OutputRefused(f"--out {shown} contains the repository {repo}, and a build replaces its output "
                                 f"folder whole (choose a new folder, e.g. {repo / 'site'})")
-        for name in SOURCE_FOLDERS:
+        for name in source_folders(project_folders(repo)):
             source = Path(os.path.realpath(repo / name))
             if not os.path.lexists(repo / name):
                 continue

@@ -2,17 +2,17 @@
 
 `dataflow(index, function, expand)` reads the statements of `function` in code order (the
 same `flow_steps` the flow lists use, so the syntax tree is parsed once, by the source index)
-and keeps the ones that make an array: a call of an indexed function (`Xn, c = layer_norm_
-forward(X, ...)`) or an add (`X1 = X + att`, `return X1 + ff, ...`). Each becomes a node; an
-edge runs from the statement that last bound a name to each statement that reads it, so the
-picture is the code's own data flow: move a call in model/ and the picture moves with it.
-Functions named in `expand` are drawn inside their caller (their parameters bound to the
-caller's arrays, their returned array to the caller's name), and each expanded call at the top
-level opens a column of its own: the 2017 encoder-decoder is drawn as the encoder beside the
-decoder, memory crossing into each cross-attention.
+and keeps the ones that make an array: a call of an indexed function (`H, c = dense_forward(X,
+...)`) or an add (`X1 = X + H`, `return X1 + Y, ...`). Each becomes a node; an edge runs from
+the statement that last bound a name to each statement that reads it, so the picture is the
+code's own data flow: move a call in the package and the picture moves with it. Functions
+named in `expand` are drawn inside their caller (their parameters bound to the caller's
+arrays, their returned array to the caller's name), and each expanded call at the top level
+opens a column of its own: a model of two stacks called one after the other is drawn as one
+stack beside the other, the first's output crossing into the second.
 
 What counts as an array is a heuristic, stated here so it can be argued with: a name that is
-not a cache (`c`, `c_ln1`, `cache`), not one of NOT_ARRAYS (parameters, config, the layer
+not a cache (`c`, `c_norm`, `cache`), not one of NOT_ARRAYS (parameters, config, the layer
 index, the prefix), and not only read for its `.shape`. A `for` loop around statements is a
 dashed frame labelled with its header: the code says how often, the picture does not guess.
 
@@ -27,8 +27,9 @@ import re
 import textwrap
 from dataclasses import dataclass, field
 
+from site_builder.gather.source_syntax import CACHE_NAME     # what the index calls a cache
+
 NOT_ARRAYS = {"params", "cfg", "p", "l", "trace", "grads", "self", "_"}
-CACHE_NAME = re.compile(r"^(c|cache|c_\w+|cache_\w+|\w+_cache)$")
 MONO, SANS = 13, 12
 CHAR_EM = 0.62
 BOX_H, GAP, FRAME_HEAD, FRAME_TAIL, LANE = 30, 36, 24, 18, 10
@@ -190,8 +191,8 @@ def _out_label(node):
 def _header_lines(header: str) -> list:
     """A loop header in one line, or two when it has " in " (`for l in` over `range(...)`):
     the header sits right of its column's boxes and the column is as wide as its widest line,
-    so two shorter lines keep the 2017 encoder-decoder (two loops side by side) inside the
-    page's column at desktop width."""
+    so two shorter lines keep a diagram of two loops side by side inside the page's column at
+    desktop width."""
     head, sep, tail = header.partition(" in ")
     return [head + " in", tail] if sep and tail else [header]
 

@@ -2,7 +2,7 @@
 
 Prose is Markdown with two additions, both handled before Markdown sees the text so that it
 cannot mangle them: `$...$` / `$$...$$` math (rendered by the vendored KaTeX at build time),
-and `[[model.module.function]]` / `[[model.module.function | snippet]]` code references,
+and `[[pkg.module.function]]` / `[[pkg.module.function | snippet]]` code references,
 which the resolver turns into links to the source page. Rendering never fails halfway: a
 TeX error or an unresolved reference becomes a Problem carrying the content file and line.
 
@@ -39,7 +39,7 @@ PLACEHOLDER = "\u2063KX{}\u2063"       # an invisible separator Markdown leaves 
 _ENVIRONMENTS = {}
 # Highlighted files (digest of a file's text -> its HTML lines), for the whole process like
 # mathrender.MEMO: highlighting depends on the text and Pygments only, so builds in one process
-# share it (the test session's many small builds highlight the same model/ and tests/ files).
+# share it (the test session's many small builds highlight the same package and tests files).
 # A build with a cache loads its stored table into it and saves it back (build.Memos).
 CODE_MEMO: dict = {}
 
@@ -81,8 +81,9 @@ def line_anchor(start, end=None):
     return f"L{start}" if end in (None, start) else f"L{start}-L{end}"
 
 
-def short_file(file):
-    return file.split("/", 1)[1] if file.startswith("model/") else file
+def short_file(file, package):
+    """A file as a page names it: without the documented package's folder (`layers.py`)."""
+    return file.split("/", 1)[1] if file.startswith(package + "/") else file
 
 
 def cite_authors(authors):
@@ -125,7 +126,7 @@ class Renderer:
         return Markup(self.math_cache[key])
 
     def code_ref(self, qualname, snippet, file, line, prefix):
-        """[[f]] -> a link to the function; [[f | snippet]] -> 'transformer.py:113' linked to the line."""
+        """[[f]] -> a link to the function; [[f | snippet]] -> 'layers.py:113' linked to the line."""
         try:
             r = resolve_snippet(self.index, qualname, snippet) if snippet else resolve_function(self.index, qualname)
         except ResolveError as e:
@@ -136,7 +137,7 @@ class Renderer:
         href = f"{prefix}{source_url(r.file)}#{line_anchor(r.start, r.end)}"
         origin = html.escape(f"{file}:{self.line_of(file, line, qualname)}")
         if snippet:
-            label = f"{short_file(r.file)}:{r.start}" + (f"-{r.end}" if r.end != r.start else "")
+            label = f"{short_file(r.file, self.index.package)}:{r.start}" + (f"-{r.end}" if r.end != r.start else "")
             return f'<a class="line-ref" href="{href}" data-origin="{origin}" title="{html.escape(r.code.strip())}">{label}</a>'
         return f'<a class="fn-ref" href="{href}" data-origin="{origin}"><code>{html.escape(qualname.split(".")[-1])}</code></a>'
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from site_builder.gather.content import concepts, section_kind
+from site_builder.gather.project import load_project
 from site_builder.run.example_runner import DEFAULT_TIMEOUT, ExampleStore, Request, run_example
 from site_builder.base.problems import Problem
 from site_builder.render.html import ROLE_LABELS, cite_authors, source_url, line_anchor, short_file
@@ -153,8 +154,9 @@ class PageBuilder:
         self.root, self.content, self.index, self.r, self.cache = root, content, index, renderer, cache
         self.step_calls = step_calls        # the traced training step the landing page maps (call_map.py)
         self.example_results = example_results or {}
-        self.shapes, self.problems, self.site = shapes, problems, site_info
-        self.model = SiteModel()
+        self.shapes, self.problems, self.site_info = shapes, problems, site_info
+        self.site = SiteModel()
+        self.project = load_project(root)
         self.fn_pages = function_pages(content)
         # The shape probes that raised (site_builder/run/shapes.py), and whether a page reported them.
         self.probe_failures = list(getattr(shapes, "failures", None) or ())
@@ -173,9 +175,9 @@ class PageBuilder:
                 self._outside_reported.add((file, qualname))
             self.problems.append(Problem(file, line, str(e), e.fix or "update the snippet or the function name"))
             return None
-        self.model.documented.add(qualname)
-        if r.file.startswith("tests/"):
-            self.model.cited_files.add(r.file)
+        self.site.documented.add(qualname)
+        if r.file.startswith(self.project.tests + "/"):
+            self.site.cited_files.add(r.file)
         return r
 
     def fn_link(self, qualname):
@@ -188,16 +190,16 @@ class PageBuilder:
             f = self.index.function(qualname)
         except KeyError:
             return dict(label=short, href=None)
-        if f.file.startswith("tests/"):
-            self.model.cited_files.add(f.file)
+        if f.file.startswith(self.project.tests + "/"):
+            self.site.cited_files.add(f.file)
         return dict(label=short, href=source_url(f.file) + f"#{line_anchor(f.start, f.end)}")
 
     def github(self, file, start, end=None):
         """The line's permalink on GitHub, or None when the file differs from the commit (the
         link would show other lines)."""
-        if file in self.site["uncommitted"]:
+        if file in self.site_info["uncommitted"]:
             return None
-        base, commit = self.site["repo_url"], self.site["commit"] or self.site["branch"]
+        base, commit = self.site_info["repo_url"], self.site_info["commit"] or self.site_info["branch"]
         return f"{base}/blob/{commit}/{file}#{line_anchor(start, end)}"
 
     def md(self, obj, key, inline=False):
@@ -235,8 +237,8 @@ class PageBuilder:
             for f in self.probe_failures:
                 self.problems.append(Problem(f.file or "site_builder/run/shapes.py", f.line or 1, f.describe(),
                                              "fix the model code that raised; the build runs it to find the shapes"))
-        self.model.call_map = self.call_map()
-        return self.model
+        self.site.call_map = self.call_map()
+        return self.site
 
     def build_shared(self, stale, slugs, jobs, memos):
         """{slug: part} of the pages of `stale` that other processes gathered (the rest are
@@ -315,8 +317,8 @@ class PageBuilder:
 
     def build_page(self, slug, i, slugs):
         """One page, gathered into a SiteModel of its own (so the page cache can keep it)."""
-        outer, outer_problems, outer_cited = self.model, self.problems, self.r.cited
-        self.model, self.problems, self.r.cited = SiteModel(), [], set()
+        outer, outer_problems, outer_cited = self.site, self.problems, self.r.cited
+        self.site, self.problems, self.r.cited = SiteModel(), [], set()
         self.r.problems = self.problems
         self.r.values, self.r.citations = [], []
         self.r.value_source = self.example_result
@@ -336,7 +338,7 @@ class PageBuilder:
                     sections.append(self.params(page, s))
                 elif kind == "text":
                     sections.append(dict(kind="text", id=s["id"], title=s["title"], body=self.md(s, "body")))
-            self.model.pages.append(dict(
+            self.site.pages.append(dict(
                 slug=slug, title=page.meta.get("title", slug), file=page.file,
                 summary=self.r.md(page.meta.get("summary"), page.file, page.meta.line_of("summary"), inline=True),
                 intro=self.r.md(page.body, page.file, page.body_line),
@@ -344,12 +346,12 @@ class PageBuilder:
                 prev=slugs[i - 1] if i > 0 else None, next=slugs[i + 1] if i + 1 < len(slugs) else None))
             self.check_plain_text(page.meta, page.file)
             self.prose_references(page)
-            part = self.model
+            part = self.site
             part.problems = self.problems
             part.documented |= self.r.cited
             return part
         finally:
-            self.model, self.problems, self.r.cited = outer, outer_problems, outer_cited | self.r.cited
+            self.site, self.problems, self.r.cited = outer, outer_problems, outer_cited | self.r.cited
             self.r.problems = self.problems
 
     def check_plain_text(self, obj, file):
@@ -373,7 +375,7 @@ class PageBuilder:
 
     def cite(self, role, r, concept=None, equation=None, **extra):
         """One references.json entry: a citation the page makes of the lines r."""
-        self.model.references.append(dict(page=self.page_slug, concept=concept, equation=equation, role=role,
+        self.site.references.append(dict(page=self.page_slug, concept=concept, equation=equation, role=role,
                                           function=r.function or None, file=r.file, start=r.start, end=r.end,
                                           code=r.code, **extra))
 
@@ -385,7 +387,7 @@ class PageBuilder:
             return
         start, end = (line, line) if line else (f.start, f.end)
         code = "\n".join(self.index.files[f.file][start - 1:end])
-        self.model.references.append(dict(page=self.page_slug, concept=concept, equation=None, role=role,
+        self.site.references.append(dict(page=self.page_slug, concept=concept, equation=None, role=role,
                                           function=qualname, file=f.file, start=start, end=end, code=code, **extra))
 
     def prose_references(self, page):
@@ -394,20 +396,20 @@ class PageBuilder:
             self.cite("prose", r, origin=f"{file}:{line}")
         for v in self.r.values:
             module, _, function = v["example"].partition(":")
-            self.model.references.append(dict(
+            self.site.references.append(dict(
                 page=self.page_slug, concept=None, equation=None, role="value", function=v["example"],
                 file=f"content/examples/{module}.py", start=None, end=None, code=None,
                 key=v["key"], format=v["format"], value=v["text"], origin=f"{v['file']}:{v['line']}"))
 
     def merge(self, part):
-        self.model.pages += part.pages
-        self.model.references += part.references
+        self.site.pages += part.pages
+        self.site.references += part.references
         for where, entries in part.cited.items():
-            self.model.cited.setdefault(where, []).extend(entries)
-        self.model.cited_files |= part.cited_files
-        self.model.documented |= part.documented
-        self.model.examples_run += part.examples_run
-        self.model.examples_cached += part.examples_cached
+            self.site.cited.setdefault(where, []).extend(entries)
+        self.site.cited_files |= part.cited_files
+        self.site.documented |= part.documented
+        self.site.examples_run += part.examples_run
+        self.site.examples_cached += part.examples_cached
         self.problems.extend(part.problems)
 
     def concept(self, page, c):
@@ -436,7 +438,7 @@ class PageBuilder:
                                  github=self.github(r.file, r.start, r.end)))
                 self.cite(ref["role"], r, sid, item["eq"])
                 for n in range(r.start, r.end + 1):
-                    self.model.cited.setdefault((r.file, n), []).append(
+                    self.site.cited.setdefault((r.file, n), []).append(
                         (f"{page.slug}.html#{anchor}", f"{page.meta['title']}: {item['name']}"))
                     if main and r.file == main.file:
                         cited.setdefault(n, []).append(dict(href=f"#{anchor}", label=item["name"]))
@@ -461,7 +463,7 @@ class PageBuilder:
             examples=examples, examples_heading=examples_heading(examples),
             shapes=self.shape_blocks(page, c),
             listing=self.r.listing(main.file, main.start, main.end, cited) if main else [],
-            listing_info=dict(file=main.file, short=short_file(main.file), href=source_url(main.file) + f"#{line_anchor(main.start, main.end)}",
+            listing_info=dict(file=main.file, short=short_file(main.file, self.project.package), href=source_url(main.file) + f"#{line_anchor(main.start, main.end)}",
                               github=self.github(main.file, main.start, main.end), start=main.start, end=main.end) if main else None,
             listings=self.extra_listings(page, c),
             connection=rows,
@@ -516,7 +518,7 @@ class PageBuilder:
         title = f"{self.content.pages[slug].meta['title']}: "
         found = {}
         for line in sorted({s.line for s in sites}):
-            on_page = [(h, l) for h, l in self.model.cited.get((file, line), []) if h.startswith(f"{slug}.html#")]
+            on_page = [(h, l) for h, l in self.site.cited.get((file, line), []) if h.startswith(f"{slug}.html#")]
             on_page.sort(key=lambda cite: not cite[0].startswith(f"{slug}.html#{sid}--"))    # stable: page order kept
             if on_page:
                 found.setdefault(on_page[0][0], on_page[0][1].removeprefix(title))
@@ -583,7 +585,7 @@ class PageBuilder:
             return []                       # the missing function is reported where it is cited
         named = [fn] + [q for q, g in self.index.functions.items() if info.class_name and g.class_name == info.class_name]
         named += sorted(self.callees(fn))
-        named += [x.caller for x in self.index.called_by(fn) if x.caller.startswith("model.")]
+        named += [x.caller for x in self.index.called_by(fn) if self.project.owns(x.caller)]
         for item in c.get("math") or []:
             named += [str(r["function"]) for r in item.get("refs") or [] if r.get("function") and r.get("role") != "tests"]
         named += [str(x["function"]) for x in c.get("listings") or [] if x.get("function")]
@@ -599,7 +601,7 @@ class PageBuilder:
         """CodeWords of the example function `ref` names ('block:ffn_forward_worked'), read
         with `ast` (not run); None when it cannot be read (the example's own problem says why)."""
         import ast
-        from site_builder.gather.source_index import code_words_of
+        from site_builder.gather.source_syntax import code_words_of
         module, _, name = str(ref).partition(":")
         path = self.root / "content" / "examples" / f"{module}.py"
         try:
@@ -695,7 +697,7 @@ class PageBuilder:
 
     def callees(self, fn):
         """The model functions fn calls, directly or not."""
-        return {q for q in self.reachable(fn) if q.startswith("model.")} - {fn}
+        return {q for q in self.reachable(fn) if self.project.owns(q)} - {fn}
 
     def callee_checks(self, c, rows, lines):
         """Rows (at `lines`) whose code names arrays of a function the concept's function
@@ -714,7 +716,7 @@ class PageBuilder:
             self._probe_recording = from_probe(self.shapes)
         calls, sizes = self._probe_recording
         try:            # and its direct model callers: split_heads' rows name mha_forward's Q, K, V
-            callers = {x.caller for x in self.index.called_by(c["function"]) if x.caller.startswith("model.")}
+            callers = {x.caller for x in self.index.called_by(c["function"]) if self.project.owns(x.caller)}
         except KeyError:
             callers = set()
         callees = sorted(self.callees(c["function"]) | callers)
@@ -834,10 +836,10 @@ class PageBuilder:
                 result, cached = self.example_results.get(ref) or run_example(
                     self.root, Request(ref, page.file, e.line_of("run"), float(e.get("timeout") or DEFAULT_TIMEOUT)),
                     self.problems, ExampleStore(self.root, self.cache))
-                self.model.examples_cached += cached
-                self.model.examples_run += not cached
+                self.site.examples_cached += cached
+                self.site.examples_run += not cached
                 module = e["run"].partition(":")[0]
-                self.model.references.append(dict(page=page.slug, concept=c["id"], equation=None, role="example",
+                self.site.references.append(dict(page=page.slug, concept=c["id"], equation=None, role="example",
                                                   function=ref, file=f"content/examples/{module}.py",
                                                   start=None, end=None, code=None))
                 if result is not None:
@@ -894,7 +896,7 @@ class PageBuilder:
                             sized_at="At the example's config" if sizes is not None else "At the default config",
                             names_from=names_apart(sizes["config"], s["config"]) if sizes is not None else "",
                             legend=legend_text([r.pop("info") for r in rows]),
-                            at=dict(label=f"{short_file(at.file)}:{at.start}", href=source_url(at.file) + f"#L{at.start}") if at else None))
+                            at=dict(label=f"{short_file(at.file, self.project.package)}:{at.start}", href=source_url(at.file) + f"#L{at.start}") if at else None))
         return out
 
     def example_sizes(self, page, s):
@@ -910,7 +912,7 @@ class PageBuilder:
                                          "return data=dict(config=cfg, lengths={'S': ..., 'T': ...}) from it"))
         if "config" not in data:
             return None
-        self.model.references.append(dict(page=self.page_slug, concept=None, equation=None, role="shapes-config",
+        self.site.references.append(dict(page=self.page_slug, concept=None, equation=None, role="shapes-config",
                                           function=ref, file=f"content/examples/{ref.partition(':')[0]}.py",
                                           start=None, end=None, code=None))
         project, config = load_project(self.root), data["config"]
@@ -936,7 +938,7 @@ class PageBuilder:
             r = self.resolve(item["function"], item.get("snippet"), page.file, item.line)
             if r:
                 self.cite("listing", r, c["id"])
-                out.append(dict(caption=self.md(item, "caption"), file=r.file, short=short_file(r.file),
+                out.append(dict(caption=self.md(item, "caption"), file=r.file, short=short_file(r.file, self.project.package),
                                 function=item["function"].split(".")[-1],
                                 href=source_url(r.file) + f"#{line_anchor(r.start, r.end)}",
                                 github=self.github(r.file, r.start, r.end),
@@ -971,13 +973,13 @@ class PageBuilder:
         """Tests that reach a function through the same chain of calls, counted per test file:
         the chain is what a reader needs; the tests' names are a click away in their file."""
         counts = {f: test_files.count(f) for f in dict.fromkeys(test_files)}
-        self.model.cited_files.update(counts)      # the page links to their source pages
+        self.site.cited_files.update(counts)      # the page links to their source pages
         for f, n in counts.items():
-            self.model.references.append(dict(page=self.page_slug, concept=concept, equation=None, role="tested-by",
+            self.site.references.append(dict(page=self.page_slug, concept=concept, equation=None, role="tested-by",
                                               function=None, file=f, start=None, end=None, code=None,
                                               tests=fn, through=list(via), count=n))
         return dict(via=[self.fn_link(q) for q in via], tests=len(test_files),
-                    files=[dict(label=short_file(f), href=source_url(f), count=n) for f, n in counts.items()])
+                    files=[dict(label=short_file(f, self.project.package), href=source_url(f), count=n) for f, n in counts.items()])
 
     def flow(self, fn):
         try:
@@ -989,13 +991,13 @@ class PageBuilder:
             f = self.index.function(fn)
             step = dict(line=st.line, end=st.end_line, text=st.text, kind=st.kind, grads=list(st.grads),
                         href=source_url(f.file) + f"#{line_anchor(st.line, st.end_line)}",
-                        label=f"{short_file(f.file)}:{st.line}", callee=None, callee_lines=None,
+                        label=f"{short_file(f.file, self.project.package)}:{st.line}", callee=None, callee_lines=None,
                         grad_lines=list(st.grad_lines), function=fn, callee_listing=None)
             if st.callee:
                 step["callee"] = self.fn_link(st.callee)
                 try:
                     g = self.index.function(st.callee)
-                    step["callee_lines"] = f"{short_file(g.file)}:{g.start}-{g.end}"
+                    step["callee_lines"] = f"{short_file(g.file, self.project.package)}:{g.start}-{g.end}"
                     step["callee_listing"] = self.r.listing(g.file, g.start, g.end)
                 except KeyError:
                     pass
@@ -1020,10 +1022,10 @@ class PageBuilder:
                                              f"diagram: {e}", "correct the name, or remove it from the diagram"))
         if missing:
             return None
-        self.model.documented.add(fn)
+        self.site.documented.add(fn)
         nodes = dataflow(self.index, fn, expand)
         for n in nodes:
-            eq = next((href for href, _ in self.model.cited.get((n.file, n.line), [])
+            eq = next((href for href, _ in self.site.cited.get((n.file, n.line), [])
                        if href.startswith(f"{page.slug}.html#")), None)
             link = self.fn_link(n.callee) if n.callee else None
             if n.kind == "call" and link and link["href"] and n.callee in self.fn_pages:
@@ -1063,7 +1065,7 @@ class PageBuilder:
             try:
                 self.index.function(name)
             except KeyError as e:
-                unknown.append(Problem(page.file, s.line_of(key), f"{key}: {e}", "name a function of model/"))
+                unknown.append(Problem(page.file, s.line_of(key), f"{key}: {e}", f"name a function of {self.project.package}/"))
         if unknown:
             self.problems.extend(unknown)
             return dict(kind="caches", id=s["id"], title=s["title"], rows=[], intro="", after="")
@@ -1074,7 +1076,7 @@ class PageBuilder:
             self.problems.append(Problem(page.file, s.line_of("forward"), f"{fwd} returns no cache dict",
                                          "name a forward function whose return statement builds dict(...)"))
             return dict(kind="caches", id=s["id"], title=s["title"], rows=[], intro="", after="")
-        self.model.documented.update({fwd, bwd})
+        self.site.documented.update({fwd, bwd})
         holds = s.get("holds") or {}
         for key, var in build.key_vars:
             producer = assigned.get(var)
@@ -1094,10 +1096,10 @@ class PageBuilder:
                 self.cite_function("caches", bwd, s["id"], read.line, cache=key, action="reads")
             rows.append(dict(
                 key=key, held=items,
-                built=dict(label=f"{short_file(pf.file)}:{pb.line}", href=source_url(pf.file) + f"#L{pb.line}") if pb else None,
+                built=dict(label=f"{short_file(pf.file, self.project.package)}:{pb.line}", href=source_url(pf.file) + f"#L{pb.line}") if pb else None,
                 producer=self.fn_link(producer_fn) if producer_fn else None,
                 reader=self.fn_link(read.passed_to) if read and read.passed_to else None,
-                read_at=dict(label=f"{short_file(self.index.function(bwd).file)}:{read.line}",
+                read_at=dict(label=f"{short_file(self.index.function(bwd).file, self.project.package)}:{read.line}",
                              href=source_url(self.index.function(bwd).file) + f"#L{read.line}") if read else None))
         # In the order the backward pass reads them: the order a reader follows the gradient in.
         rows.sort(key=lambda row: (reads[row["key"]].line if row["key"] in reads else float("inf")))
@@ -1119,7 +1121,7 @@ class PageBuilder:
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")      # shapes and counts only: no NaN warning to print
-                all_rows = param_rows(self.site["config"])
+                all_rows = param_rows(self.site_info["config"])
         except Exception as e:       # init_params raised, or no longer builds its dict as param_rows reads it
             self.run_problem(page.file, s.line_of("type"), "cannot build the parameter table: running init_params raised", e)
             all_rows = []
@@ -1132,7 +1134,7 @@ class PageBuilder:
                 self.problems.append(Problem(page.file, s.line_of("roles"), f"no role for parameter '{row.pattern}'",
                                              f"add '{short}: ...' under roles"))
             rows.append(dict(row=row, role=self.r.md(roles.get(short, ""), page.file, s.line_of("roles"), inline=True),
-                             href=source_url(row.file) + f"#L{row.line}", at=f"{short_file(row.file)}:{row.line}"))
+                             href=source_url(row.file) + f"#L{row.line}", at=f"{short_file(row.file, self.project.package)}:{row.line}"))
         for short in roles:
             if not any(r["row"].pattern == prefix + short for r in rows):
                 self.problems.append(Problem(page.file, s.line_of("roles"), f"'{short}' is not a parameter of one block",

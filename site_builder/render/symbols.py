@@ -263,7 +263,7 @@ def _atom(source: str, wrapped: str) -> str:
 def code_links(code: str) -> dict:
     """The `code` column of a symbol row -> {names: [...], exprs: [...]}.
 
-    names: identifiers to match against code tokens (`X1`, `ff1_w`; `cfg.ff_dim` gives `ff_dim`).
+    names: identifiers to match against code tokens (`X1`, `ff1_w`; `cfg.width` gives `width`).
     exprs: other Python expressions, matched against whole listing lines (`X1 + ff`).
     """
     names, exprs = [], []
@@ -293,7 +293,7 @@ _OPERATORS = {"+": "Add", "-": "Sub", "*": "Mult", "/": "Div", "//": "FloorDiv",
 
 def code_misses(code: str, scopes, class_attrs=frozenset()) -> list:
     """What the `code` column spells that the code does not: [(part, word)], `word` as the
-    part spells it (`max` of `S.max(...)`, `'wq'`, `*`). `scopes` are the source_index.CodeWords
+    part spells it (`max` of `S.max(...)`, `'wq'`, `*`). `scopes` are the source_records.CodeWords
     of the concept's function first, then of the other code the concept shows (site_builder.render.pages
     says which); each comma-separated part must be spelled by one of them as a whole, so
     `S.max(...)` is not found by a function with `S` and a callee with `.max`. String keys are
@@ -305,7 +305,7 @@ def code_misses(code: str, scopes, class_attrs=frozenset()) -> list:
     `Xn[t]`) are the reader's indices; names a part binds itself (`v` of `sum(v.size for v in
     p)`) are its own; a key may be a full parameter name whose prefix the code builds
     (`params["b0.ff1_w"]` for `params[p + "ff1_w"]`, `f"dec{l}.cross.wv"`); `x.field` of a
-    field of one of the package's classes (`cfg.ff_dim`, in `class_attrs`) is found wherever
+    field of one of the package's classes (`cfg.width`, in `class_attrs`) is found wherever
     the instance is. A bare operator (`*`) must be one the code applies; `return` needs a
     return; `NAME (inside FUNCTION)` is NAME, FUNCTION being among the scopes. Text that is
     not Python ("not named in the code") is not checked."""

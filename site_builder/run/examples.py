@@ -1,13 +1,13 @@
 """Stage 4: run the content's examples and turn their arrays into display blocks.
 
 An example is a plain Python function in `content/examples/<module>.py` that calls the real
-model (usually through `trace_locals`, which records each line's locals) and returns an
+package (usually through `trace_locals`, which records each line's locals) and returns an
 `ExampleResult`: a list of blocks (a step table, a matrix, a gradient-check table, a
 stepper) plus a provenance label saying which function, config and seed produced it. The
-helpers here only format; every number comes from the model.
+helpers here only format; every number comes from the documented code.
 
 Examples are imported from their file path, so content needs no package structure. An
-example that raises becomes a Problem naming the example and the model line that raised.
+example that raises becomes a Problem naming the example and the package's line that raised.
 """
 import ast
 import collections
@@ -23,6 +23,7 @@ import numpy as np
 
 from site_builder.base.cache import digest
 from site_builder.base.problems import Problem
+from site_builder.gather.project import load_project, project_folders
 from site_builder.run.qualnames import resolve_qualname
 
 DECIMALS = 4
@@ -93,7 +94,7 @@ def value_of(trace, name):
 
 def nth_change(trace, name, n=1):
     """The n-th step (1-based) that bound or changed `name`: for code that works in place
-    (`Xhat = np.multiply(Xc, s, out=Xc)` changes Xc; `S` of attention changes three times)."""
+    (`Xhat = np.multiply(Xc, s, out=Xc)` changes Xc; a score matrix masked, then scaled, changes twice)."""
     found = [s for s in trace.steps if name in s.changed]
     if not 0 < n <= len(found):
         raise KeyError(f"{trace.function} changes '{name}' {len(found)} time(s), not {n}")
@@ -276,7 +277,7 @@ def load_example(root: Path, ref: str):
 
 
 def raising_line(exc, root: Path):
-    """file:line of the deepest frame in the model (else in the repository) that raised."""
+    """file:line of the deepest frame in the documented package (else in the repository) that raised."""
     bases = [root.resolve(), Path(__file__).resolve().parents[2]]
 
     def relative(filename):
@@ -288,18 +289,22 @@ def raising_line(exc, root: Path):
 
     frames = [(relative(f.filename), f.lineno) for f in traceback.extract_tb(exc.__traceback__)]
     inside = [(rel, n) for rel, n in frames if rel]
-    model = [(rel, n) for rel, n in inside if rel.startswith("model/")]
-    rel, n = (model or inside or [(frames[-1][0] or "?", frames[-1][1])])[-1]
+    folders = project_folders(root)          # the package first; none if the block cannot be read
+    package = [(rel, n) for rel, n in inside if folders and rel.startswith(folders[0] + "/")]
+    rel, n = (package or inside or [(frames[-1][0] or "?", frames[-1][1])])[-1]
     return f"{rel}:{n}"
 
 
-REPO_PACKAGES = ("model", "tests", "site_builder")
+def repo_packages(root: Path) -> tuple:
+    """The repository's folders whose modules an example's imports are followed into: the
+    project's package and tests (the project block) and the builder."""
+    return load_project(root).code_folders + ("site_builder",)
 
 
 @lru_cache(maxsize=4096)
 def module_file(root: Path, dotted: str):
-    """'model.ops' -> root/model/ops.py (or a package's __init__.py), if it is in the repository."""
-    if dotted.split(".")[0] not in REPO_PACKAGES:
+    """'pkg.ops' -> root/pkg/ops.py (or a package's __init__.py), if it is in the repository."""
+    if dotted.split(".")[0] not in repo_packages(root):
         return None
     base = root.joinpath(*dotted.split("."))
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
@@ -372,7 +377,7 @@ def dependency_files(root: Path, path: Path) -> list:
         seen.add(p)
         for name in _imports(p, _stamp(p)):
             parts = name.split(".")
-            for i in range(1, len(parts) + 1):      # importing model.ops also runs model/__init__.py
+            for i in range(1, len(parts) + 1):      # importing pkg.ops also runs pkg/__init__.py
                 f = module_file(root, ".".join(parts[:i]))
                 if f and f not in seen:
                     todo.append(f)

@@ -15,8 +15,9 @@ is wrong ({error}). The endpoint is never a way to run code:
   killed past it, so no request can hang the server or leave a process behind.
 
 Where it runs: PLAY_PROCESSES "play processes", each started on first use and kept (NumPy, the
-model, the trained run, the source index and the templates stay loaded, so a request costs
-one fork and the example itself: about 30 ms for the LayerNorm example), single-threaded so
+documented package, the trained run, the source index and the templates stay loaded, so a
+request costs one fork and the example itself: about 30 ms for a small example of this
+repository's), single-threaded so
 that forking is safe (serve's HTTP threads are not). Each takes one request at a time; more
 wait in a queue, so the number of workers is bounded whatever the number of clients. After a
 .py edit a process is started afresh before its next request, so it runs the code as it is
@@ -248,9 +249,9 @@ class Playground:
         from site_builder.gather.content import concepts, load_page
         from site_builder.gather.playground import InvalidInput
         if not isinstance(slug, str) or not SLUG.match(slug):
-            raise InvalidInput("'page' must be a page's name, like 'attention'")
+            raise InvalidInput("'page' must be a page's name, like 'layers'")
         if not isinstance(example_id, str) or not EXAMPLE_ID.match(example_id):
-            raise InvalidInput("'example' must be an example's id, like 'attention-lm--ex-2'")
+            raise InvalidInput("'example' must be an example's id, like 'layers-dense--ex-2'")
         path = self.root / "content" / "pages" / f"{slug}.md"
         try:
             st = path.stat()
