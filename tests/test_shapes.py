@@ -300,3 +300,30 @@ def test_a_letter_two_fields_share_is_sized_by_the_arrays_name():
     assert sized_for_name(sizes, pair, spec, 'grads["src_emb"]')["V"] == ("src_size", 2)
     assert sized_for_name(sizes, pair, spec, 'grads["tgt_emb"]')["V"] == ("tgt_size", 4)
     assert sized_for_name(sizes, pair, None, "x") == sizes
+
+
+@pytest.mark.parametrize("setting, says", [
+    ("  lengths: [B]\n", "content/site.yaml:8: project.lengths is a list"),
+    ("  lengths: {B: 3}\n", "content/site.yaml:8: project.lengths has an entry that is not LETTER: WORDS"),
+])
+def test_a_wrong_shape_setting_is_one_line_naming_it(tiny, setting, says):
+    from site_builder.gather.project import ProjectError
+    root = tiny[0]
+    site = root / "content" / "site.yaml"
+    site.write_text(site.read_text().replace("  lengths: {B: batch size}\n", setting))
+    with pytest.raises(ProjectError) as e:
+        load_project(root)
+    [problem] = e.value.problems
+    assert str(problem).startswith(says), str(problem)
+
+
+def test_a_wrong_axes_by_name_is_one_line_naming_it(tiny):
+    from site_builder.gather.project import ProjectError
+    root = tiny[0]
+    site = root / "content" / "site.yaml"
+    site.write_text(site.read_text().replace("axes: {in_dim: D, hidden: H, classes: C}}",
+                                             "axes: {in_dim: D, hidden: H, classes: C}, axes_by_name: [{match: '(', axes: {}}]}"))
+    with pytest.raises(ProjectError) as e:
+        load_project(root)
+    [problem] = e.value.problems
+    assert str(problem).startswith("content/site.yaml:5: project.configs[0].axes_by_name has an entry that is not"), str(problem)

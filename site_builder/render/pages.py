@@ -634,9 +634,10 @@ class PageBuilder:
         project = load_project(self.root)
         letters, shape = declared_letters(project), example_input_shape(project)
         entries = ", ".join(f"{name}: ..." for name in arrays)
-        return (f"declare its inputs on the concept: probe: {{{entries}}}, each a shape"
-                + (f" such as '{shape}'" if shape else "") + f" (axes {', '.join(letters + ['or numbers'])}"
-                + ") or a number; or give the concept an example that calls it")
+        axes = ", ".join(letters) + " or numbers" if letters else "numbers"
+        example = f" such as '{shape}'" if shape else ""
+        return (f"declare its inputs on the concept: probe: {{{entries}}}, each a shape{example} (axes {axes}) "
+                f"or a number; or give the concept an example that calls it")
 
     def example_checks(self, c, rows):
         """The concept's symbol rows that are not one recorded name: checked against the probe's

@@ -426,15 +426,17 @@ def format_entry(entry):
             "s": lambda: f"the text {value!r}", "c": lambda: f"a {value}"}[kind]()
 
 
-NOT_ARRAYS = {"params", "grads", "cfg", "config", "tcfg", "model_cfg", "rng", "generator", "seed",
+# Names a NumPy package gives what is no array; so is any name ending in cfg or config.
+NOT_ARRAYS = {"params", "grads", "rng", "generator", "seed",
               "path", "out_dir", "run_dir", "checkpoint", "opt", "optimizer", "state", "text", "prompt"}
+CONFIG_NAME = re.compile(r"\w*(cfg|config)")
 
 
 def array_params(source_lines: list) -> tuple[list, list]:
     """(parameters without a default that take an array, those that take something else) of
     the function whose source lines these are. An annotation decides where there is one
     (`np.ndarray` is an array; `dict`, `Path`, `str`, a config class, `Generator` are not);
-    else the name (params, cfg, rng, path, ... are not arrays)."""
+    else the name (params, rng, path, a name ending in cfg or config, ... are not arrays)."""
     import textwrap
     tree = ast.parse(textwrap.dedent("\n".join(source_lines)))
     fn = next(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
@@ -448,7 +450,7 @@ def array_params(source_lines: list) -> tuple[list, list]:
         note = ast.unparse(a.annotation) if a.annotation is not None else ""
         if "ndarray" in note or "ArrayLike" in note:
             arrays.append(a.arg)
-        elif note or a.arg in NOT_ARRAYS:
+        elif note or a.arg in NOT_ARRAYS or CONFIG_NAME.fullmatch(a.arg):
             others.append(a.arg)
         else:
             arrays.append(a.arg)

@@ -13,7 +13,7 @@ only, first call of every function of the package), and
 Trade-offs, and why:
 
 * **Probing instead of symbolic execution.** Running the real code twice is exact for
-  whatever the code does (reshapes, broadcasting, ``keepdims``) and needs no model of NumPy.
+  whatever the code does (reshapes, broadcasting, ``keepdims``) and needs no simulation of NumPy.
   Its weak spot is an axis whose size is a *combination* of letters (``T + n``, ``B * T``)
   or a coincidence. Coincidences are made impossible by construction: the probe sizes are
   checked to be pairwise distinct and different from the small numbers code uses on its own
