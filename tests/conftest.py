@@ -12,6 +12,10 @@ threadpool_limits(1)
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The second package's own tests run inside a copy of it (tests/second_project.py), where
+# `mlp` and their `tests` package are at the root; here they would import neither.
+collect_ignore = ["second_package"]
+
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
