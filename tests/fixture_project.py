@@ -30,6 +30,8 @@ Measured on the 2-core machine: a cold build takes 2.2 s (2.5 s of CPU; 4 s of w
 other jobs load the machine), a `--no-cache` build the same, a no-op rebuild 0.1 s.
 
 `make_repo_copy(dest)` is the same for the whole repository (all pages, the whole corpus).
+`copy_builder(dest)` (the builder alone, no package) and `git_commit(dest)` are shared with
+tests/second_project.py, which puts a package of its own beside the builder.
 `seed_build_cache(dest)` gives a copy the repository's example results and training runs, so
 its first build reruns only what the copy changed (seconds) instead of every example and
 both training runs (a minute on 2 cores).
