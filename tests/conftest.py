@@ -29,6 +29,10 @@ def project_block(site_yaml=ROOT / "content" / "site.yaml") -> str:
 PROJECT_BLOCK = project_block()
 PROJECT_FOLDERS = load_project(ROOT).folders      # what PROJECT_BLOCK names: the package, its tests, its inputs
 
+# The second package's own tests run inside a copy of it (tests/second_project.py), where
+# `mlp` and their `tests` package are at the root; here they would import neither.
+collect_ignore = ["second_package"]
+
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):

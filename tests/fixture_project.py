@@ -31,6 +31,8 @@ Measured on the 2-core machine: a cold build takes 2.2 s (2.5 s of CPU; 4 s of w
 other jobs load the machine), a `--no-cache` build the same, a no-op rebuild 0.1 s.
 
 `make_repo_copy(dest)` is the same for the whole repository (all pages, the whole corpus).
+`copy_builder(dest)` (the builder alone, no package) and `git_commit(dest)` are shared with
+tests/second_project.py, which puts a package of its own beside the builder.
 `seed_build_cache(dest)` gives a copy the repository's example results and training runs, so
 its first build reruns only what the copy changed (seconds) instead of every example and
 both training runs (a minute on 2 cores).
@@ -48,8 +50,8 @@ PROJECT = load_project(ROOT)
 
 PAGES = ("tokens", "embeddings", "loss", "positions")
 CORPUS_BYTES = 64 * 1024
-COPIED_DIRS = ("site_builder", "templates", "static", PROJECT.package)
-COPIED_FILES = ("build_site.py", "pyproject.toml")
+BUILDER_DIRS = ("site_builder", "templates", "static")     # the builder: what any project copy needs
+BUILDER_FILES = ("build_site.py", "pyproject.toml")
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*~", "*.swp")
 GIT_ENV = dict(GIT_AUTHOR_NAME="fixture", GIT_AUTHOR_EMAIL="fixture@example.invalid",
                GIT_COMMITTER_NAME="fixture", GIT_COMMITTER_EMAIL="fixture@example.invalid",
@@ -123,11 +125,27 @@ def _test_modules(texts):
     return sorted(wanted)
 
 
-def _copy_common(dest: Path, test_modules=None):
-    for d in COPIED_DIRS:
+def new_folder(dest) -> Path:
+    """`dest` as a Path, created if missing; it must be empty."""
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    if any(dest.iterdir()):
+        raise FileExistsError(f"{dest} is not empty")
+    return dest
+
+
+def copy_builder(dest: Path):
+    """The builder with its templates and static files, and no package or content, into
+    `dest`: tests/second_project.py puts a package of its own beside it."""
+    for d in BUILDER_DIRS:
         shutil.copytree(ROOT / d, dest / d, ignore=IGNORE, symlinks=True)
-    for f in COPIED_FILES:
+    for f in BUILDER_FILES:
         shutil.copy2(ROOT / f, dest / f)
+
+
+def _copy_common(dest: Path, test_modules=None):
+    copy_builder(dest)
+    shutil.copytree(ROOT / PROJECT.package, dest / PROJECT.package, ignore=IGNORE, symlinks=True)
     (dest / PROJECT.tests).mkdir()
     for p in sorted((ROOT / PROJECT.tests).glob("*.py")):     # pages cite test functions; examples import some
         if test_modules is None or p.stem in test_modules:
@@ -136,7 +154,7 @@ def _copy_common(dest: Path, test_modules=None):
         (dest / folder).mkdir()
 
 
-def _git_commit(dest: Path):
+def git_commit(dest: Path):
     """One commit with fixed names and dates: the same sources give the same commit id."""
     (dest / ".gitignore").write_text(GITIGNORE)
     env = {**os.environ, **GIT_ENV}
@@ -151,10 +169,7 @@ def make_fixture_project(dest: Path, all_tests: bool = False) -> Path:
     tests/ gets the test modules the pages cite or the examples import (and what those import
     from tests/), or every tests/*.py with all_tests=True. The source index reads all of
     tests/: with every test file a rebuild spends about a second more indexing them."""
-    dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    if any(dest.iterdir()):
-        raise FileExistsError(f"{dest} is not empty")
+    dest = new_folder(dest)
     sources = [(ROOT / "content" / "pages" / f"{slug}.md").read_text(encoding="utf-8") for slug in PAGES]
     modules = sorted({m for text in sources for m in _example_modules(text)})
     sources += [(ROOT / "content" / "examples" / f"{m}.py").read_text(encoding="utf-8") for m in modules]
@@ -176,7 +191,7 @@ def make_fixture_project(dest: Path, all_tests: bool = False) -> Path:
     text = loss.read_text(encoding="utf-8")
     at = text.index("    examples:\n") + len("    examples:\n")
     loss.write_text(text[:at] + FIXTURE_EXAMPLES + text[at:], encoding="utf-8")
-    _git_commit(dest)
+    git_commit(dest)
     return dest
 
 
@@ -206,14 +221,11 @@ def seed_build_cache(dest: Path, source: Path = ROOT / ".build_cache") -> Path:
 def make_repo_copy(dest: Path) -> Path:
     """A copy of the whole working tree the builder reads (every page, the whole corpus), as
     a git repository with one fixed commit like make_fixture_project's."""
-    dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    if any(dest.iterdir()):
-        raise FileExistsError(f"{dest} is not empty")
+    dest = new_folder(dest)
     _copy_common(dest)
     shutil.copytree(ROOT / "content", dest / "content", ignore=IGNORE)
     shutil.copy2(ROOT / "data" / "shakespeare.txt", dest / "data" / "shakespeare.txt")
-    _git_commit(dest)
+    git_commit(dest)
     return dest
 
 
