@@ -77,9 +77,26 @@ def assert_sections(html, sid, headings):
     assert 'class="equation"' in section and "katex" in section
 
 
+def project_block() -> str:
+    """The `project:` block of the real content/site.yaml, as its lines."""
+    lines = (ROOT / "content" / "site.yaml").read_text(encoding="utf-8").splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if line.startswith("project:"))
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].strip() and not lines[i][0].isspace()
+               and not lines[i].startswith("#"))
+    return "".join(lines[start:end])
+
+
+def with_project(site: str) -> str:
+    """A site.yaml text with the real `project:` block when it has none."""
+    if any(line.startswith("project:") for line in site.splitlines()):
+        return site
+    return site.rstrip("\n") + "\n" + project_block()
+
+
 def mini_repo(tmp_path, site, page, examples, copy=("",)):
     """A small repository: the real templates, static files and builder (linked), one page, and
-    the given example modules. `copy` names folders copied rather than linked, for tests that edit them."""
+    the given example modules. `copy` names folders copied rather than linked, for tests that edit them.
+    A `site` with no `project:` block gets the real one, and the real hooks file it names."""
     import shutil
     root = tmp_path / "repo"
     root.mkdir()
@@ -91,7 +108,8 @@ def mini_repo(tmp_path, site, page, examples, copy=("",)):
     shutil.copy(ROOT / "build_site.py", root / "build_site.py")
     (root / "content" / "pages").mkdir(parents=True)
     (root / "content" / "examples").mkdir()
-    (root / "content" / "site.yaml").write_text(site)
+    shutil.copy(ROOT / "content" / "hooks.py", root / "content" / "hooks.py")
+    (root / "content" / "site.yaml").write_text(with_project(site))
     (root / "content" / "pages" / "mini.md").write_text(page)
     for name, text in examples.items():
         (root / "content" / "examples" / f"{name}.py").write_text(text)

@@ -159,6 +159,7 @@ def make_fixture_project(dest: Path, all_tests: bool = False) -> Path:
     (content / "pages").mkdir(parents=True)
     (content / "examples").mkdir()
     (content / "site.yaml").write_text(_site_yaml(PAGES), encoding="utf-8")
+    shutil.copy2(ROOT / "content" / "hooks.py", content / "hooks.py")      # the project block names it
     for slug in PAGES:
         shutil.copy2(ROOT / "content" / "pages" / f"{slug}.md", content / "pages" / f"{slug}.md")
     for m in modules:

@@ -7,7 +7,7 @@ import pytest
 from site_builder.build import build
 from site_builder.base.cache import BuildCache
 from site_builder.run.examples import dependency_files
-from tests.conftest import ROOT, mini_repo
+from tests.conftest import ROOT, mini_repo, with_project
 from tests.test_build_errors import SITE, PAGE as ERRORS_PAGE
 
 PAGE = ERRORS_PAGE[:ERRORS_PAGE.index("    symbols:")] + """    examples:
@@ -94,7 +94,7 @@ def test_a_corrupt_cache_entry_is_a_miss(tmp_path):
 def test_editing_one_page_regathers_that_page_only(mini, tmp_path):
     cache = tmp_path / "cache"
     (mini / "content" / "pages" / "other.md").write_text(PAGE.replace("id: mini", "id: other").replace("title: Mini", "title: Other"))
-    (mini / "content" / "site.yaml").write_text(SITE.replace("nav: [mini]", "nav: [mini, other]"))
+    (mini / "content" / "site.yaml").write_text(with_project(SITE.replace("nav: [mini]", "nav: [mini, other]")))
     first = build(mini, mini / "site", cache_dir=cache)
     assert first.pages_cached == 0
     assert build(mini, mini / "site", cache_dir=cache).pages_cached == 2

@@ -10,7 +10,7 @@ import pytest
 
 from site_builder.build import build
 from site_builder.base.problems import BuildFailed
-from tests.conftest import ROOT, mini_repo
+from tests.conftest import ROOT, mini_repo, with_project
 
 SITE = """title: Mini
 repo_url: https://example.invalid/repo
@@ -64,7 +64,7 @@ def problems_of(root, page=None, site=None, strict=True):
     if page is not None:
         (root / "content/pages/mini.md").write_text(page)
     if site is not None:
-        (root / "content/site.yaml").write_text(site)
+        (root / "content/site.yaml").write_text(with_project(site))
     with pytest.raises(BuildFailed) as e:
         build(root, root / "site", strict=strict, use_cache=False)
     return [str(p) for p in e.value.problems]

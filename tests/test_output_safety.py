@@ -17,7 +17,7 @@ from site_builder.build import build
 from site_builder.base.problems import BuildFailed
 from site_builder.publish.write import (MANIFEST, MARKER, MARKER_TEXT, OutputRefused, check_output, output_lock,
                                 remove_stale, write_site)
-from tests.conftest import ROOT, mini_repo
+from tests.conftest import ROOT, mini_repo, with_project
 from tests.test_build_errors import EXAMPLE, PAGE, SITE, only, problems_of
 
 COPIED = ("model", "templates", "static", "data", "tests", "site_builder")
@@ -279,7 +279,7 @@ def test_a_dangling_link_among_the_pages_is_one_problem(mini):
 
 def test_a_dangling_link_on_the_command_line_is_not_an_internal_error(mini):
     (mini / "content/pages/x.md").symlink_to(mini / "nowhere.md")
-    (mini / "content/site.yaml").write_text(SITE.replace("nav: [mini]", "nav: [mini, x]"))
+    (mini / "content/site.yaml").write_text(with_project(SITE.replace("nav: [mini]", "nav: [mini, x]")))
     proc = run(mini, "check", "--no-cache", "--out", str(mini / "out"))
     assert proc.returncode == 1 and "internal error" not in proc.stderr and "Traceback" not in proc.stderr
     assert any(l.startswith("content/pages/x.md:1: ") for l in proc.stderr.splitlines())

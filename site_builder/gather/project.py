@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,13 +43,27 @@ SETTINGS = {
                "{class: DOTTED, axes: {FIELD: LETTER}, init_params: DOTTED}",
     "probe_sizes": "axis letter -> its size in the shape-probe run, a mapping of distinct numbers",
     "decays": "the weight-decay rule decays(name) -> bool, as a dotted name (default: none)",
-    "param_groups": "the parameter table's groups, a list of {match: REGEX, group: NAME}",
-    "block_prefix": "the prefix of a per-block parameter's name, with {l} for the block index",
-    "call_map_root": "the function whose first traced call the landing page draws, a dotted name",
+    "param_groups": "the parameter table's groups, a list of {match: REGEX, group: NAME, per_block: true/false}",
+    "block_prefix": "the prefix of a per-block parameter's name, with {l} for the block index, or a list of them "
+                    "(the first is a params section's default)",
+    "call_map_root": "the function whose traced call the landing page draws, a dotted name (its arguments come "
+                     "from the hook call_map_inputs)",
+    "example_headings": "the heading over a concept's examples, a mapping {untrained: TEXT, mixed: TEXT, trained: TEXT} "
+                        "({runs} names the training runs they read)",
+    "landing": "the landing page's words, a mapping {map_title, map_caption ({call}, {source}), map_missing, size_title}",
 }
 
 
 CONFIG_KEYS = {"class", "axes", "init_params"}
+GROUP_KEYS = {"match", "group", "per_block"}
+# The words a page says where a setting gives none: nothing in them names a project.
+EXAMPLE_HEADINGS = {"untrained": "Numerical example", "mixed": "Numerical examples, some computed with {runs}",
+                    "trained": "Computed with {runs}"}
+LANDING = {"map_title": "A map of the code",
+           "map_caption": "What {call} calls at {source}, recorded as it ran (a call the code could make but this "
+                          "run did not make is not drawn).",
+           "map_missing": "The traced call could not run, so there is no map: the build lists why.",
+           "size_title": "Parameters at the default config"}
 
 
 @dataclass(frozen=True)
@@ -71,7 +86,16 @@ class Project:
     param_groups: tuple = ()
     block_prefix: str | None = None
     call_map_root: str | None = None
+    example_headings: dict = field(default_factory=lambda: dict(EXAMPLE_HEADINGS))
+    landing: dict = field(default_factory=lambda: dict(LANDING))
     lines: dict = field(default_factory=dict, compare=False)    # setting -> its line in site.yaml
+
+    @property
+    def block_prefixes(self) -> tuple:
+        """The per-block prefixes (`b{l}.`), the default of a params section first; () for none."""
+        if not self.block_prefix:
+            return ()
+        return (self.block_prefix,) if isinstance(self.block_prefix, str) else tuple(self.block_prefix)
 
     @property
     def code_folders(self) -> tuple:
@@ -153,8 +177,11 @@ def _parse(root: Path, text: str) -> Project:
                                     for c in values.get("configs", ())),
                       probe_sizes=dict(values.get("probe_sizes", {})),
                       decays=values.get("decays"),
-                      param_groups=tuple((g["match"], g["group"]) for g in values.get("param_groups", ())),
-                      block_prefix=values.get("block_prefix"), call_map_root=values.get("call_map_root"),
+                      param_groups=tuple((g["match"], g["group"], bool(g.get("per_block", False)))
+                                         for g in values.get("param_groups", ())),
+                      block_prefix=_frozen(values.get("block_prefix")), call_map_root=values.get("call_map_root"),
+                      example_headings={**EXAMPLE_HEADINGS, **values.get("example_headings", {})},
+                      landing={**LANDING, **values.get("landing", {})},
                       lines=lines)
     _check_folders(root, project, problems)
     if problems:
@@ -162,9 +189,14 @@ def _parse(root: Path, text: str) -> Project:
     return project
 
 
+def _frozen(value):
+    return tuple(value) if isinstance(value, list) else value
+
+
 def _check_kinds(values: dict, lines: dict, problems: list):
-    want = {"package": str, "tests": str, "hooks": str, "decays": str, "block_prefix": str,
-            "call_map_root": str, "inputs": list, "configs": list, "probe_sizes": dict, "param_groups": list}
+    want = {"package": str, "tests": str, "hooks": str, "decays": str, "block_prefix": (str, list),
+            "call_map_root": str, "inputs": list, "configs": list, "probe_sizes": dict, "param_groups": list,
+            "example_headings": dict, "landing": dict}
     for key, kind in want.items():
         if key in values and not isinstance(values[key], kind):
             problems.append(Problem(SITE_FILE, lines.get(key, 1), f"project.{key} is {yaml_kind(values[key])}",
@@ -182,12 +214,45 @@ def _check_kinds(values: dict, lines: dict, problems: list):
                                     "init_params: pkg.module.init_params}`"))
             values.pop("configs")
             break
+    _check_groups(values, lines, problems)
+    _check_prefixes(values, lines, problems)
+    for setting, known in (("example_headings", EXAMPLE_HEADINGS), ("landing", LANDING)):
+        for key, text in list(values.get(setting, {}).items()):
+            if key not in known or not isinstance(text, str):
+                problems.append(Problem(SITE_FILE, lines.get(setting, 1), f"project.{setting}.{key} is "
+                                        + (f"not one of {', '.join(known)}" if key not in known else yaml_kind(text)),
+                                        f"write {SETTINGS[setting]}"))
+                values[setting].pop(key)
+
+
+def _check_groups(values: dict, lines: dict, problems: list):
+    """Each parameter group a {match, group, per_block} whose match is a regular expression."""
     for i, group in enumerate(values.get("param_groups", [])):
-        if not (isinstance(group, dict) and set(group) == {"match", "group"}):
-            problems.append(Problem(SITE_FILE, lines.get("param_groups", 1), f"project.param_groups[{i}] is not {{match, group}}",
-                                    "write each group as `- {match: REGEX, group: NAME}`"))
+        wrong = None
+        if not (isinstance(group, dict) and {"match", "group"} <= set(group) <= GROUP_KEYS
+                and isinstance(group.get("per_block", False), bool)):
+            wrong = "is not {match, group, per_block}"
+        else:
+            try:
+                re.compile(str(group["match"]))
+            except re.error as e:
+                wrong = f"match {group['match']!r} is not a regular expression ({e})"
+        if wrong:
+            problems.append(Problem(SITE_FILE, lines.get("param_groups", 1), f"project.param_groups[{i}] {wrong}",
+                                    "write each group as `- {match: REGEX, group: NAME, per_block: true}` (per_block: "
+                                    "the regex is matched against a per-block name without its block_prefix)"))
             values.pop("param_groups")
-            break
+            return
+
+
+def _check_prefixes(values: dict, lines: dict, problems: list):
+    """block_prefix: one text or a list of texts, each holding {l} once."""
+    prefixes = values.get("block_prefix")
+    listed = [prefixes] if isinstance(prefixes, str) else prefixes or []
+    if any(not isinstance(p, str) or p.count("{l}") != 1 for p in listed):
+        problems.append(Problem(SITE_FILE, lines.get("block_prefix", 1), f"project.block_prefix is {prefixes!r}",
+                                "write the prefix with {l} where the block index is, e.g. \"b{l}.\", or a list of them"))
+        values.pop("block_prefix")
 
 
 def _check_folders(root: Path, project: Project, problems: list):
@@ -211,18 +276,34 @@ def resolve(dotted: str):
     return getattr(importlib.import_module(module), name)
 
 
+def hooks_name(project: Project) -> str:
+    """The dotted name the hooks file is imported under: its path (`content/hooks.py` is
+    `content.hooks`), so that an example importing it by that name and the builder share one
+    module; HOOKS_MODULE when the path is no dotted name."""
+    parts = Path(project.hooks or "").with_suffix("").parts
+    return ".".join(parts) if parts and all(p.isidentifier() for p in parts) else HOOKS_MODULE
+
+
 def hooks_module(root: Path, project: Project):
     """The hooks module, imported from its file (None if the project names none)."""
     if not project.hooks:
         return None
     path = (Path(root) / project.hooks).resolve()
-    loaded = sys.modules.get(HOOKS_MODULE)
-    if loaded is not None and getattr(loaded, "__file__", None) == str(path):
-        return loaded
-    spec = importlib.util.spec_from_file_location(HOOKS_MODULE, path)
+    name = hooks_name(project)
+    for known in (name, HOOKS_MODULE):
+        loaded = sys.modules.get(known)
+        if loaded is not None and Path(getattr(loaded, "__file__", None) or "").resolve() == path:
+            sys.modules[name] = sys.modules[HOOKS_MODULE] = loaded
+            return loaded
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
-    sys.modules[HOOKS_MODULE] = module
-    spec.loader.exec_module(module)
+    sys.modules[name] = sys.modules[HOOKS_MODULE] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        for known in (name, HOOKS_MODULE):      # half-built: the next look-up imports it again
+            sys.modules.pop(known, None)
+        raise
     return module
 
 
