@@ -244,9 +244,12 @@ def _prehash(root, requests, state):
 
 def _blame(root):
     """The line to name for a stopped example: the deepest frame in content/ or the package."""
-    from site_builder.gather.project import load_project
+    from site_builder.gather.project import ProjectError, load_project
     base = os.path.realpath(root) + os.sep
-    ours_folders = ("content" + os.sep, load_project(root).package + os.sep)
+    try:
+        ours_folders = ("content" + os.sep, load_project(root).package + os.sep)
+    except ProjectError:                 # a bare folder of examples (the playground's tests): content/ alone
+        ours_folders = ("content" + os.sep,)
 
     def where(frames):
         inside = [(os.path.realpath(f)[len(base):], n) for f, n in frames if os.path.realpath(f).startswith(base)]
