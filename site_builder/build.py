@@ -629,13 +629,15 @@ def play_fragments(env, pages):
 
 
 def landing_words(project, call_map) -> dict:
-    """The project's words for the landing page (`landing`), the map's caption split around the
-    traced call's name: (before, after), its `{source}` said."""
-    words = dict(project.landing)
-    caption = words["map_caption"].replace("{source}", (call_map or {}).get("source", ""))
+    """The project's words for the landing page (`landing`), as HTML text (quotes stay as they
+    are: they need no escaping in a text), the map's caption split around the traced call's
+    name: (before, after), its `{source}` said."""
+    import html
+    from markupsafe import Markup
+    text = lambda words: Markup(html.escape(words, quote=False))
+    caption = project.landing["map_caption"].replace("{source}", (call_map or {}).get("source", ""))
     before, _, after = caption.partition("{call}")
-    words["caption"] = (before, after)
-    return words
+    return {**{key: text(words) for key, words in project.landing.items()}, "caption": (text(before), text(after))}
 
 
 def landing_size(root: Path, site_info) -> dict | None:
