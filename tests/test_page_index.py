@@ -71,7 +71,7 @@ def drawn(site_page):
 
 @pytest.fixture(scope="module")
 def step():
-    calls = traced_step()
+    calls = traced_step(ROOT)
     assert calls.problem is None, calls.problem
     return calls.root
 
@@ -125,7 +125,7 @@ def test_the_final_layernorm_is_labelled_by_the_equation_that_cites_its_line(dra
 
 def test_the_counts_are_the_runs(drawn, step):
     from model.config import ModelConfig
-    from site_builder.run.call_map import first_step_inputs
+    from content.hooks import first_step_inputs
     params = first_step_inputs()[0]
     assert find(drawn, "transformer.block_forward", "transformer.forward")["times"] == f"×{ModelConfig.num_layers}"
     assert find(drawn, "optim.decays", "AdamW.step")["times"] == f"×{len(params)}"
