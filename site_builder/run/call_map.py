@@ -3,9 +3,9 @@
 The map is read from a run, not from the syntax tree: the syntax tree sees every call a
 function could make (a loss that calls a smoothing helper only when asked to smooth), a run
 sees the calls it made. The call is `call_map_root` (a setting of the project block) with the
-arguments the hook `call_map_inputs` builds, and the words it gives say which call that is (the
-transformer's: step 1 of a default training run, set up exactly as its loop sets it up). It
-runs under `site_builder.run.trace.call_tree`, which records who called whom and from which line.
+arguments the hook `call_map_inputs` builds, and the words it gives say which call that is (a
+training step, say, set up exactly as the training loop sets it up before that step). It runs
+under `site_builder.run.trace.call_tree`, which records who called whom and from which line.
 Without the setting or the hook there is no map.
 
 The run is cached like the shape probes (`example_runner.recorded`): keyed on what it read

@@ -4,12 +4,12 @@ inputs recorded, and its result cached only while those inputs are unchanged.
 The cache holds, per example (`module:function`), the last few sets of inputs it was seen
 to read (site_builder/gather/inputs.py) and, per set, the result. A build reuses a result only if
 every input of its set still has the recorded digest: the example's module and everything
-it imports, the corpus it opened, the folders it listed, the packages it loaded. So a new
+it imports, the data files it opened, the folders it listed, the packages it loaded. So a new
 data file is covered without anyone listing it, and an edit and its revert both find their
 result. A failed example stores nothing.
 
 Everything an example can do wrong is one problem line naming the content file and line
-that asked for it: it raises (with the model line that raised), it does not import (once
+that asked for it: it raises (with the package's line that raised), it does not import (once
 per module, with what to install), it runs past its time limit (with the line it was
 executing), it calls `sys.exit` or `os._exit`, its process is killed, it returns something
 that is not an `ExampleResult`, or its result is too big. The build goes on and collects
@@ -267,7 +267,7 @@ def _example_call(root, request, store):
 
 def _run_here(root, ref, record=True):
     """In the child: ("ok", result) or ("failed", message, fix). Never raises. With `record`,
-    the result carries the shapes each model function held (site_builder/run/shape_recorder.py);
+    the result carries the shapes each function of the package held (site_builder/run/shape_recorder.py);
     the playground, which only shows the blocks, does without."""
     try:
         fn = load_example(root, ref)

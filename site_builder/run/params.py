@@ -64,7 +64,7 @@ __all__ = ["ParamRow", "param_rows", "total_count", "count_by_group", "block_pat
 class ParamRow:
     """One row of the parameter table: one parameter, or one per-block pattern.
 
-    ``pattern``: ``"b{l}.wq"`` (or the name itself); ``names``: the parameters it stands for;
+    ``pattern``: ``"block{l}.w"`` (or the name itself); ``names``: the parameters it stands for;
     ``per_block``; ``line``/``file``/``code``: the statement of ``init_params``'s own frame
     after which the (first) name exists; ``source_line``/``source_function``/``source_code``/
     ``source_file``: where the key is really assigned (the same statement unless a helper
@@ -100,7 +100,7 @@ class ParamRow:
 
 @functools.lru_cache(maxsize=16)
 def _block_regex(prefixes: tuple) -> re.Pattern | None:
-    """One regex for the per-block prefixes (`b{l}.` -> `b(?P<l>\\d+)\\.`): the prefix, the
+    """One regex for the per-block prefixes (`block{l}.` -> `block(?P<l>\\d+)\\.`): the prefix, the
     block index and the rest of the name; None without prefixes."""
     if not prefixes:
         return None
@@ -112,7 +112,7 @@ def _block_regex(prefixes: tuple) -> re.Pattern | None:
 
 
 def _block_parts(name: str, prefixes):
-    """(the name's prefix as a pattern, `b{l}.`, and the rest), or None for a name of no block."""
+    """(the name's prefix as a pattern, `block{l}.`, and the rest), or None for a name of no block."""
     regex = _block_regex(tuple(prefixes))
     m = regex.match(name) if regex else None
     if not m:
@@ -122,7 +122,7 @@ def _block_parts(name: str, prefixes):
 
 
 def block_pattern(name: str, prefixes=()) -> tuple[str, bool]:
-    """With the prefix `b{l}.`: ``"b1.wq"`` -> ``("b{l}.wq", True)``; ``"lnf_g"`` -> ``("lnf_g", False)``."""
+    """With the prefix `block{l}.`: ``"block1.w"`` -> ``("block{l}.w", True)``; ``"norm_g"`` -> ``("norm_g", False)``."""
     parts = _block_parts(name, prefixes)
     return (parts[0] + parts[1], True) if parts else (name, False)
 
@@ -397,7 +397,7 @@ def _group(rows: list[ParamRow], prefixes) -> list[ParamRow]:
 
 def param_rows(cfg, project, init=None, *, grouped: bool = True, seed: int = 0) -> list[ParamRow]:
     """The parameter table of ``init(cfg, rng)`` (default: the init_params the project names for
-    cfg's class, :func:`init_for`). ``grouped``: one row per per-block pattern (``b{l}.wq``)
+    cfg's class, :func:`init_for`). ``grouped``: one row per per-block pattern (``block{l}.w``)
     instead of one per parameter. Rows are in the order ``init`` creates the parameters."""
     init = init or init_for(cfg, project)
     rows = _raw_rows(cfg, init, seed, _decay_rule(project))
