@@ -97,12 +97,19 @@ def documented_config(root: Path):
     """(the config the site documents, what the landing page says of it): the hook
     `documented_config`; without it the first of `configs` at its defaults; (None, "") without
     configs (the pages then show no size table and no parameter table)."""
-    from site_builder.gather.project import hook, resolve
+    from site_builder.gather.project import SITE_FILE, ProjectError, hook, resolve
     project = load_project(root)
     made = hook(root, project, "documented_config")
     if made is not None:
         return made()
-    return (resolve(project.config.class_name)(), "") if project.config else (None, "")
+    if not project.config:
+        return None, ""
+    try:
+        return resolve(project.config.class_name)(), ""
+    except TypeError as e:               # a field with no default: the project must say its value
+        raise ProjectError([Problem(SITE_FILE, project.lines.get("configs", 1), f"project.configs[0], {project.config.class_name}, "
+                                    f"cannot be made at its defaults: {e}", "give its fields defaults, or define the "
+                                    f"hook documented_config() in {project.hooks or 'a hooks file'} returning (config, words)")])
 
 
 def default_config(root: Path):
@@ -652,8 +659,8 @@ def landing_size(root: Path, site_info) -> dict | None:
     if groups is None:
         return None
     fields = ", ".join(f"{k}={v}" for k, v in config_fields(cfg).items())
-    return dict(config=f"{type(cfg).__name__}({fields})" + (f", {note}." if note else "."), groups=list(groups.items()),
-                total=sum(groups.values()))
+    return dict(config=f"{type(cfg).__name__}({fields})" + (f", {note}." if note else "."),
+                groups=list(groups.items()) if load_project(root).param_groups else [], total=sum(groups.values()))
 
 
 def config_fields(cfg) -> dict:
