@@ -158,6 +158,11 @@ def reversal_run(root=None):
 
 def training_runs():
     return {"lm": ("the language model", lm_run), "reversal": ("the other run", reversal_run)}
+
+
+def documented_config():
+    from model.config import ModelConfig
+    return ModelConfig(vocab_size=65), ""
 """
 RUN_READER = """from content.hooks import lm_run
 from site_builder.run.examples import ExampleResult, table
