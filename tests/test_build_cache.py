@@ -194,3 +194,23 @@ def test_retrain_trains_again_and_reruns_exactly_the_examples_that_read_the_runs
     assert sorted(trained()[2:]) == ["lm", "reversal"]
     assert (retrained.examples_run, retrained.examples_cached, retrained.pages_cached) == (1, 3, 0)
     assert "run 2" in (mini / "site" / "mini.html").read_text()
+
+
+def test_a_runs_key_is_on_the_package_the_recipe_and_the_inputs_it_names(tmp_path):
+    """The training runs' key (site_builder/run/training_run.py run_key): the syntax trees of the
+    package and of the hooks file (the recipe), and what the recipe passes (its corpus, its
+    configs); a comment changes none of them."""
+    from site_builder.run import training_run
+    mini = mini_repo(tmp_path, SITE, PAGE, {}, copy=("model",))
+    key = lambda corpus=b"the corpus": training_run.run_key(mini, "language model", corpus, "TrainConfig(steps=600)")
+    first = key()
+    assert key() == first and key(b"another corpus") != first
+    touch(mini / "model" / "ops.py", "# a comment\n")
+    assert key() == first, "a comment does not retrain"
+    touch(mini / "model" / "ops.py", "EDITED = 1\n")
+    edited = key()
+    assert edited != first, "an edit of the package trains again"
+    touch(mini / "content" / "hooks.py", "# a comment\n")
+    assert key() == edited
+    touch(mini / "content" / "hooks.py", "SAMPLE_PROMPT = 'JULIET:'\n")
+    assert key() != edited, "an edit of the recipe trains again"
