@@ -184,3 +184,19 @@ def test_a_config_without_defaults_and_no_hook_is_one_problem_line(tmp_path):
     [line] = [str(p) for p in e.value.problems]
     assert line.startswith("content/site.yaml:") and "ModelConfig, cannot be made at its defaults" in line
     assert "documented_config" in line
+
+
+def test_a_hooks_file_that_does_not_import_is_one_problem_line(tmp_path):
+    import pytest
+    from site_builder.base.problems import BuildFailed
+    from site_builder.build import build
+    from tests.test_build_errors import EXAMPLE, PAGE, SITE
+    from tests.conftest import mini_repo
+    root = mini_repo(tmp_path, SITE + BARE_PROJECT, PAGE, {"mini": EXAMPLE})
+    text = BARE_HOOKS + "\ndef broken(:\n"
+    (root / "content" / "hooks.py").write_text(text)
+    with pytest.raises(BuildFailed) as e:
+        build(root, root / "site", strict=False, use_cache=False)
+    [line] = [str(p) for p in e.value.problems]
+    at = text.splitlines().index("def broken(:") + 1
+    assert line.startswith(f"content/hooks.py:{at}: the hooks file cannot be imported: SyntaxError"), line

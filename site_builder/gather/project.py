@@ -84,7 +84,7 @@ class Project:
     probe_sizes: dict = field(default_factory=dict)
     decays: str | None = None
     param_groups: tuple = ()
-    block_prefix: str | None = None
+    block_prefix: str | tuple | None = None     # one prefix, or several (the first a params section's default)
     call_map_root: str | None = None
     example_headings: dict = field(default_factory=lambda: dict(EXAMPLE_HEADINGS))
     landing: dict = field(default_factory=lambda: dict(LANDING))
@@ -300,11 +300,23 @@ def hooks_module(root: Path, project: Project):
     sys.modules[name] = sys.modules[HOOKS_MODULE] = module
     try:
         spec.loader.exec_module(module)
-    except BaseException:
+    except BaseException as e:
         for known in (name, HOOKS_MODULE):      # half-built: the next look-up imports it again
             sys.modules.pop(known, None)
-        raise
+        if not isinstance(e, Exception):
+            raise
+        raise ProjectError([Problem(project.hooks, _line_in(e, path), f"the hooks file cannot be imported: "
+                                    f"{type(e).__name__}: {e}", "fix it; the builder imports it for its hooks")]) from None
     return module
+
+
+def _line_in(exc: BaseException, path: Path) -> int:
+    """The line of `path` where exc was raised (a syntax error's own line), else 0."""
+    if isinstance(exc, SyntaxError) and exc.filename and Path(exc.filename).resolve() == path:
+        return exc.lineno or 0
+    import traceback
+    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename).resolve() == path]
+    return lines[-1] if lines else 0
 
 
 def hook(root: Path, project: Project, name: str):
