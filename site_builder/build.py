@@ -97,11 +97,10 @@ def documented_config(root: Path):
     """(the config the site documents, what the landing page says of it): the hook
     `documented_config`; without it the first of `configs` at its defaults; (None, "") without
     configs (the pages then show no size table and no parameter table)."""
-    from site_builder.gather.project import SITE_FILE, ProjectError, hook, resolve
+    from site_builder.gather.project import SITE_FILE, ProjectError, call_hook, hook, resolve
     project = load_project(root)
-    made = hook(root, project, "documented_config")
-    if made is not None:
-        return made()
+    if hook(root, project, "documented_config") is not None:
+        return call_hook(root, project, "documented_config")
     if not project.config:
         return None, ""
     try:

@@ -61,7 +61,7 @@ class TextRules:
 
 def text_rules(root: Path) -> TextRules:
     """The rules of the project at root (its first config class, its hook text_vocabularies)."""
-    from site_builder.gather.project import hook, load_project, resolve
+    from site_builder.gather.project import call_hook, load_project, resolve
     project = load_project(root)
     lengths, config = {}, ""
     if project.config:
@@ -69,8 +69,7 @@ def text_rules(root: Path) -> TextRules:
         config = cls.__name__
         lengths = {f.name: f.default for f in dataclasses.fields(cls)
                    if isinstance(f.default, int) and not isinstance(f.default, bool)}
-    vocabularies = hook(root, project, "text_vocabularies")
-    return TextRules(config, lengths, dict(vocabularies()) if vocabularies else {})
+    return TextRules(config, lengths, dict(call_hook(root, project, "text_vocabularies") or {}))
 
 
 # ------------------------------------------------------------------ refs with arguments

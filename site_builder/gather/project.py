@@ -323,3 +323,23 @@ def hook(root: Path, project: Project, name: str):
     """The hooks module's function `name`, or None when there is no such hook."""
     module = hooks_module(root, project)
     return getattr(module, name, None) if module is not None else None
+
+
+def call_hook(root: Path, project: Project, name: str, *args):
+    """hook(name)(*args), or None without the hook; a hook that raises is ProjectError, one line
+    at the line of the hooks file that raised."""
+    fn = hook(root, project, name)
+    if fn is None:
+        return None
+    try:
+        return fn(*args)
+    except Exception as e:
+        path = (Path(root) / project.hooks).resolve()
+        raise ProjectError([Problem(project.hooks, _line_in(e, path), f"the hook {name}() raised {type(e).__name__}: {e}",
+                                    f"fix it; the builder calls it ({HOOK_USES.get(name, 'see content/README.md')})")]) from None
+
+
+# hook -> what the builder calls it for, in messages
+HOOK_USES = {"documented_config": "for the config the site documents",
+             "training_runs": "for the training runs the pages read",
+             "text_vocabularies": "for the vocabularies a playable text may name"}

@@ -73,9 +73,8 @@ def run_key(root: Path, kind: str, *inputs) -> str:
 
 def training_runs(root: Path) -> dict:
     """{kind: (how a page names it, fn(root))}: the hook `training_runs`, or {} without it."""
-    from site_builder.gather.project import hook, load_project
-    runs = hook(root, load_project(root), "training_runs")
-    return dict(runs()) if runs is not None else {}
+    from site_builder.gather.project import call_hook, load_project
+    return dict(call_hook(root, load_project(root), "training_runs") or {})
 
 
 def run_names(root: Path) -> dict:
