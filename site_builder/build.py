@@ -8,12 +8,12 @@ code. Either way the report lists every problem, and nothing is written unless i
 
 What a rebuild reuses (benchmarks/build_speed.py measures it), from the build cache on disk:
 the examples (keyed on their code and what it imports), the training runs (on the syntax
-tree of model/*.py), each page's view model and HTML (on its inputs: a cached page reads
-none of its examples' results), each source page's HTML, the probe shapes, KaTeX's output,
-highlighted files, parsed YAML, import lists, compiled templates and the search bundle.
-Within one process (serve) also the source index, the Jinja2 environment, the link scan and
-the corpus vocabulary. A cold build trains the runs in workers beside the examples that do
-not read them.
+trees of the package and the hooks, and the inputs the recipe names), each page's view model
+and HTML (on its inputs: a cached page reads none of its examples' results), each source
+page's HTML, the probe shapes, KaTeX's output, highlighted files, parsed YAML, import lists,
+compiled templates and the search bundle. Within one process (serve) also the source index,
+the Jinja2 environment, the link scan and what the hooks memoize (the documented config). A
+cold build trains the runs in workers beside the examples that do not read them.
 
 What runs beside what (with 2+ jobs; site_builder/base/parallel.py forks the children):
 the package's source files are highlighted in a child while the content and the index are read,
@@ -84,27 +84,37 @@ class BuildResult:
                 f"in {self.seconds:.2f} s")
 
 
-def site_info_for(root: Path, content, cfg) -> dict:
+def site_info_for(root: Path, content, cfg, config_note: str = "") -> dict:
     """What every page says of where it was built: the repository, the commit and the files
-    that differ from it (their GitHub links would show other lines), and the config."""
+    that differ from it (their GitHub links would show other lines), and the config (with what
+    the landing page says of it after its fields)."""
     commit = fingerprint.head_commit(root)
     return dict(repo_url=str(content.site.get("repo_url", "")).rstrip("/"), branch=content.site.get("branch", "main"),
-                commit=commit, uncommitted=fingerprint.uncommitted_files(root) if commit else frozenset(), config=cfg)
+                commit=commit, uncommitted=fingerprint.uncommitted_files(root) if commit else frozenset(), config=cfg,
+                config_note=config_note)
 
 
-_VOCAB_SIZES = {}
+def documented_config(root: Path):
+    """(the config the site documents, what the landing page says of it): the hook
+    `documented_config`; without it the first of `configs` at its defaults; (None, "") without
+    configs (the pages then show no size table and no parameter table)."""
+    from site_builder.gather.project import SITE_FILE, ProjectError, call_hook, hook, resolve
+    project = load_project(root)
+    if hook(root, project, "documented_config") is not None:
+        return call_hook(root, project, "documented_config")
+    if not project.config:
+        return None, ""
+    try:
+        return resolve(project.config.class_name)(), ""
+    except TypeError as e:               # a field with no default: the project must say its value
+        raise ProjectError([Problem(SITE_FILE, project.lines.get("configs", 1), f"project.configs[0], {project.config.class_name}, "
+                                    f"cannot be made at its defaults: {e}", "give its fields defaults, or define the "
+                                    f"hook documented_config() in {project.hooks or 'a hooks file'} returning (config, words)")])
 
 
 def default_config(root: Path):
-    """The documented config: ModelConfig defaults, with the vocabulary of the shipped corpus
-    (counted once per corpus content in a process: sorting 4.8 M characters takes a while)."""
-    from model.config import ModelConfig
-    from model.data import CharTokenizer, load_corpus, DEFAULT_CORPUS
-    text = load_corpus(DEFAULT_CORPUS)
-    if text not in _VOCAB_SIZES:
-        _VOCAB_SIZES.clear()
-        _VOCAB_SIZES[text] = len(CharTokenizer(text).chars)
-    return ModelConfig(vocab_size=_VOCAB_SIZES[text])
+    """The config the site documents (documented_config, without its words)."""
+    return documented_config(root)[0]
 
 
 def shipped_static(root: Path):
@@ -139,21 +149,23 @@ def _train_and_hand_back(run):
 
 
 def training_readers(root: Path, refs) -> set:
-    """The examples among refs whose modules import site_builder/run/training_run.py."""
-    from site_builder.run.examples import dependency_files
+    """The examples among refs whose modules can read a training run: they import
+    site_builder/run/training_run.py, or the hooks that import it."""
+    from site_builder.run.example_runner import static_inputs
     run_file = root / "site_builder" / "run" / "training_run.py"
     modules = {ref.partition(":")[0] for ref in refs}
-    readers = {m for m in modules if run_file in dependency_files(root, root / "content" / "examples" / f"{m}.py")}
+    readers = {m for m in modules if run_file in static_inputs(root, root / "content" / "examples" / f"{m}.py")}
     return {r for r in refs if r.partition(":")[0] in readers}
 
 
 def training_step(root: Path, refs):
-    """The training runs as a SharedStep of the examples that read them: each trains in a
-    child beside the examples that do not read them, and is handed back to this process."""
+    """The training runs (the hook `training_runs`) as a SharedStep of the examples that read
+    them: each trains in a child beside the examples that do not read them, and is handed back
+    to this process."""
     from site_builder.run.example_runner import SharedStep
-    return SharedStep(runs={"language model": functools.partial(_train_and_hand_back, functools.partial(training_run.trained_run, root)),
-                            "reversal": functools.partial(_train_and_hand_back, functools.partial(training_run.reversal_run, root))},
-                      needed_by=functools.partial(training_readers, root, refs), adopt=training_run.adopt)
+    runs = {kind: functools.partial(_train_and_hand_back, functools.partial(train, root))
+            for kind, (_, train) in training_run.training_runs(root).items()}
+    return SharedStep(runs=runs, needed_by=functools.partial(training_readers, root, refs), adopt=training_run.adopt)
 
 
 def example_requests(root, content, slugs=None):
@@ -412,13 +424,13 @@ def _gather(root, problems, cache, jobs, retrain, input_digests, code_memo, high
     except SourceError as e:
         problems.append(Problem(e.file, e.line, e.message, e.fix))
         return None
-    cfg = default_config(root)
+    cfg, config_note = documented_config(root)
     from site_builder.run.example_runner import ExampleStore
     store = ExampleStore(root, cache if cache is not None else BuildCache(None))
     shapes = with_declared_shapes(root, cfg, store, cached_shapes(root, cfg, store), content)
     from site_builder.run.call_map import step_calls
     step = step_calls(root, store)
-    site_info = site_info_for(root, content, cfg)
+    site_info = site_info_for(root, content, cfg, config_note)
     renderer = Renderer(root, index, problems, code_memo)
     renderer.sources = quotation_sources(content)
     return _gather_pages(root, problems, cache, jobs, retrain, input_digests, content, index, store, shapes,
@@ -547,14 +559,11 @@ def render_all(root, content, index, renderer, site, site_info, cache=None, back
     todo["references.json"] = (lambda: (json.dumps(refs, indent=1, sort_keys=True) + "\n").encode(), None,
                                8 * len(site.references))
     files.update(render_shares(todo, renderer, cache, background))
-    from site_builder.run.params import count_by_group
-    cfg = site_info["config"]
-    size = dict(config=f"ModelConfig({', '.join(f'{k}={v}' for k, v in cfg.to_dict().items())}), vocabulary from the shipped corpus.",
-                groups=list(count_by_group(cfg, quiet=True).items()))
-    size["total"] = sum(n for _, n in size["groups"])
+    project = load_project(root)
     files["index.html"] = env.get_template("index.html").render(
-        title="Overview", description=common["site"]["description"], root="", current="index", size=size,
-        call_map=site.call_map,
+        title="Overview", description=common["site"]["description"], root="", current="index",
+        size=landing_size(root, site_info), call_map=site.call_map, package=project.package,
+        words=landing_words(project, site.call_map),
         prev_href=None, next_href=f"{nav[0]['slug']}.html" if nav else None,
         next_title=nav[0]["title"] if nav else None, **common).encode()
     origin["index.html"] = "content/site.yaml"
@@ -630,6 +639,40 @@ def play_fragments(env, pages):
                     files[f"play/{ex['id']}/{key}.js"] = (
                         f"playFragment({json.dumps(ex['id'])}, {json.dumps(key)}, {json.dumps(body.strip())});\n").encode()
     return files
+
+
+def landing_words(project, call_map) -> dict:
+    """The project's words for the landing page (`landing`), as HTML text (quotes stay as they
+    are: they need no escaping in a text), the map's caption split around the traced call's
+    name: (before, after), its `{source}` said."""
+    import html
+    from markupsafe import Markup
+    text = lambda words: Markup(html.escape(words, quote=False))
+    caption = project.landing["map_caption"].replace("{source}", (call_map or {}).get("source", ""))
+    before, _, after = caption.partition("{call}")
+    return {**{key: text(words) for key, words in project.landing.items()}, "caption": (text(before), text(after))}
+
+
+def landing_size(root: Path, site_info) -> dict | None:
+    """The landing page's size table: the documented config with its fields and what the
+    project says of it, its parameters by group (none without groups: the total alone); None
+    without a config or an init_params for it."""
+    from site_builder.run.params import count_by_group
+    cfg, note = site_info["config"], site_info.get("config_note")
+    if cfg is None:
+        return None
+    groups = count_by_group(cfg, load_project(root), quiet=True)
+    if groups is None:
+        return None
+    fields = ", ".join(f"{k}={v}" for k, v in config_fields(cfg).items())
+    return dict(config=f"{type(cfg).__name__}({fields})" + (f", {note}." if note else "."),
+                groups=list(groups.items()) if load_project(root).param_groups else [], total=sum(groups.values()))
+
+
+def config_fields(cfg) -> dict:
+    """{field: value} of a config: its to_dict() if it has one, else its dataclass fields."""
+    import dataclasses
+    return cfg.to_dict() if hasattr(cfg, "to_dict") else dataclasses.asdict(cfg)
 
 
 def uncited(f, qualname) -> Problem:
@@ -865,11 +908,11 @@ def check_pages(root: Path, slugs, cache_dir=None, jobs=None):
         return [Problem(e.file, e.line, e.message, e.fix)], [], {}
     except ProjectError as e:
         return list(e.problems), [], {}
-    cfg = default_config(root)
+    cfg, config_note = documented_config(root)
     from site_builder.run.example_runner import ExampleStore, run_examples
     store = ExampleStore(root, cache)
     shapes = with_declared_shapes(root, cfg, store, cached_shapes(root, cfg, store), content)
-    site_info = site_info_for(root, content, cfg)
+    site_info = site_info_for(root, content, cfg, config_note)
     renderer = Renderer(root, index, problems, memos.code)
     renderer.sources = quotation_sources(content)         # {{quote KEY | ...}} names these
     requests = example_requests(root, content, slugs)

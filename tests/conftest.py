@@ -121,8 +121,8 @@ def mini_repo(tmp_path, site, page, examples, copy=("",)):
     shutil.copy(ROOT / "build_site.py", root / "build_site.py")
     (root / "content" / "pages").mkdir(parents=True)
     (root / "content" / "examples").mkdir()
+    shutil.copy(ROOT / "content" / "hooks.py", root / "content" / "hooks.py")
     (root / "content" / "site.yaml").write_text(with_project(site))
-    (root / "content" / "hooks.py").symlink_to(ROOT / "content" / "hooks.py")
     (root / "content" / "pages" / "mini.md").write_text(page)
     for name, text in examples.items():
         (root / "content" / "examples" / f"{name}.py").write_text(text)

@@ -17,7 +17,7 @@ whose examples are cheap, and a prefix of the corpus:
               tests/fixtures.py): an example that needs a package only the tests install
 - positions   the sinusoidal positions of the encoder-decoder (imports model.train_seq2seq)
 
-None of them reads the training runs of site_builder/run/training_run.py (those train a model),
+None of them reads the training runs of content/hooks.py (those train a model),
 and their examples take 0.5 s in all (the gradcheck page's alone take 1.6 s).
 `data/shakespeare.txt` is cut to its first CORPUS_BYTES at a line end: model/data.py's
 DEFAULT_CORPUS resolves relative to model/, so the copy reads the copy's corpus.

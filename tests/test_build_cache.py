@@ -109,12 +109,14 @@ def test_editing_one_page_regathers_that_page_only(mini, tmp_path):
 
 def test_retrain_trains_each_run_once_per_build(tmp_path, monkeypatch):
     """--retrain ignores the cache once per run and build; the examples that read a run after
-    that get the one just trained (it used to retrain for every example)."""
+    that get the one just trained (it used to retrain for every example). The project's two
+    runs (content/hooks.py) through the builder's cached_run."""
     from types import SimpleNamespace
+    from content import hooks
     from model import train_seq2seq
     from site_builder.run import training_run
     trained = []
-    monkeypatch.setattr(training_run, "run_training", lambda root, cfg: trained.append("lm") or SimpleNamespace())
+    monkeypatch.setattr(hooks, "run_training", lambda root, cfg: trained.append("lm") or SimpleNamespace())
     real = train_seq2seq.train
     monkeypatch.setattr(train_seq2seq, "train", lambda **kw: trained.append("reversal") or real(**kw))
     monkeypatch.setattr(training_run, "_state", {"cache": BuildCache(None), "retrain": False})
@@ -123,38 +125,65 @@ def test_retrain_trains_each_run_once_per_build(tmp_path, monkeypatch):
         training_run.configure(BuildCache(tmp_path / "cache"), retrain)
         trained.clear()
         for _ in range(3):       # three examples reading each run
-            training_run.trained_run(ROOT)
-            training_run.reversal_run(ROOT, **small)
+            hooks.trained_run(ROOT)
+            hooks.reversal_run(ROOT, **small)
         assert trained == expected
 
 
-RUN_READER = """from site_builder.run import training_run
+# A project's runs as its hooks define them: each logs to a file when it trains (the runs
+# train in child processes), and is cached by the builder's machinery.
+RUN_HOOKS = """from pathlib import Path
+from types import SimpleNamespace
+
+from site_builder.run import training_run
+
+ROOT = Path(__file__).resolve().parents[1]
+LOG = ROOT.parent / "trained.log"
+
+
+def train(what):
+    with open(LOG, "a") as f:
+        f.write(what + "\\n")
+    return LOG.read_text().split().count(what)
+
+
+def lm_run(root=None):
+    key = training_run.run_key(root or ROOT, "lm")
+    return training_run.cached_run("lm", key, lambda: SimpleNamespace(label=f"run {train('lm')}"))
+
+
+def reversal_run(root=None):
+    return training_run.cached_run("reversal", training_run.run_key(root or ROOT, "reversal"), lambda: train("reversal"))
+
+
+def training_runs():
+    return {"lm": ("the language model", lm_run), "reversal": ("the other run", reversal_run)}
+
+
+def documented_config():
+    from model.config import ModelConfig
+    return ModelConfig(vocab_size=65), ""
+"""
+RUN_READER = """from content.hooks import lm_run
 from site_builder.run.examples import ExampleResult, table
 
 
 def reader():
-    return ExampleResult([table(["trained"], [[training_run.trained_run().label]])], "the run")
+    return ExampleResult([table(["trained"], [[lm_run().label]])], "the run")
 """
 
 
 def test_retrain_trains_again_and_reruns_exactly_the_examples_that_read_the_runs(tmp_path, monkeypatch):
     """--retrain with a warm cache: the runs train again, the examples reading them run again,
     the others stay cached (it used to do nothing once pages and examples were cached)."""
-    from types import SimpleNamespace
     from site_builder.run import training_run
-    log = tmp_path / "trained.log"        # the runs train in child processes: they log to a file
-
-    def train(what):
-        with open(log, "a") as f:
-            f.write(what + "\n")
-        return log.read_text().split().count(what)
-    trained = lambda: log.read_text().split() if log.exists() else []
-    monkeypatch.setattr(training_run, "run_training", lambda root, cfg: SimpleNamespace(label=f"run {train('lm')}"))
     monkeypatch.setattr(training_run, "_state", {"cache": BuildCache(None), "retrain": False})
-    monkeypatch.setattr(training_run, "reversal_run", lambda root=None, **kw: train("reversal"))
     page = PAGE.replace('      - {title: A schedule, run: "sched:schedule"}',
                         '      - {title: A schedule, run: "sched:schedule"}\n      - {title: The run, run: "runs:reader"}')
     mini = mini_repo(tmp_path, SITE, page, {"grad": GRAD, "sched": SCHED, "runs": RUN_READER})
+    (mini / "content" / "hooks.py").write_text(RUN_HOOKS)
+    log = tmp_path / "trained.log"
+    trained = lambda: log.read_text().split() if log.exists() else []
     cache = tmp_path / "cache"
     first = build(mini, mini / "site", cache_dir=cache, jobs=1)
     assert (first.examples_run, sorted(trained())) == (4, ["lm", "reversal"])
@@ -165,3 +194,23 @@ def test_retrain_trains_again_and_reruns_exactly_the_examples_that_read_the_runs
     assert sorted(trained()[2:]) == ["lm", "reversal"]
     assert (retrained.examples_run, retrained.examples_cached, retrained.pages_cached) == (1, 3, 0)
     assert "run 2" in (mini / "site" / "mini.html").read_text()
+
+
+def test_a_runs_key_is_on_the_package_the_recipe_and_the_inputs_it_names(tmp_path):
+    """The training runs' key (site_builder/run/training_run.py run_key): the syntax trees of the
+    package and of the hooks file (the recipe), and what the recipe passes (its corpus, its
+    configs); a comment changes none of them."""
+    from site_builder.run import training_run
+    mini = mini_repo(tmp_path, SITE, PAGE, {}, copy=("model",))
+    key = lambda corpus=b"the corpus": training_run.run_key(mini, "language model", corpus, "TrainConfig(steps=600)")
+    first = key()
+    assert key() == first and key(b"another corpus") != first
+    touch(mini / "model" / "ops.py", "# a comment\n")
+    assert key() == first, "a comment does not retrain"
+    touch(mini / "model" / "ops.py", "EDITED = 1\n")
+    edited = key()
+    assert edited != first, "an edit of the package trains again"
+    touch(mini / "content" / "hooks.py", "# a comment\n")
+    assert key() == edited
+    touch(mini / "content" / "hooks.py", "SAMPLE_PROMPT = 'JULIET:'\n")
+    assert key() != edited, "an edit of the recipe trains again"

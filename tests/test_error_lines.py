@@ -97,10 +97,10 @@ def test_a_diverging_training_run_is_one_problem_line(project):
     untouched; try a lower --lr`: a temporary path that no longer exists, and an option
     build_site.py does not take."""
     (project / "content/examples/runreader.py").write_text(
-        "from site_builder.run import training_run\n"
+        "from content.hooks import trained_run\n"
         "from site_builder.run.examples import ExampleResult, table\n\n\n"
         "def final_loss():\n"
-        "    run = training_run.trained_run()\n"
+        "    run = trained_run()\n"
         "    return ExampleResult([table(['loss'], [[run.metrics[-1]['train_loss']]])], 'the run')\n")
     loss = project / "content/pages/loss.md"
     text = loss.read_text(encoding="utf-8")
@@ -119,13 +119,13 @@ def test_a_diverging_training_run_is_one_problem_line(project):
 
 
 def test_the_diverged_message_names_the_step_and_the_setting(tmp_path):
-    """The same, one level down and on the real corpus: training_run's own message."""
+    """The same, one level down and on the real corpus: the recipe's own message (content/hooks.py)."""
     from model.config import TrainConfig
     from model.train import TrainingDiverged
-    from site_builder.run import training_run
+    from content.hooks import run_training
     from tests.conftest import ROOT
     with pytest.raises(TrainingDiverged) as e:
-        training_run.run_training(ROOT, TrainConfig(steps=50, lr=1e6))
+        run_training(ROOT, TrainConfig(steps=50, lr=1e6))
     message = str(e.value)
     assert re.match(r"diverged at step \d+ \(", message), message
     assert f"model/config.py:{line_number(ROOT / 'model/config.py', 'lr: float =')}" in message

@@ -10,6 +10,7 @@ from model import ModelInputError
 from model.config import ModelConfig
 from model.data import CharTokenizer
 from model.transformer import forward, init_params
+from content.hooks import trained_run
 from site_builder.run import training_run
 from site_builder.base.cache import BuildCache
 from site_builder.run.examples import load_example
@@ -39,7 +40,7 @@ def softmax(z):
 @pytest.fixture(scope="module")
 def run(built_site):
     training_run.configure(BuildCache(ROOT / ".build_cache"))
-    return training_run.trained_run()
+    return trained_run()
 
 
 @pytest.fixture(scope="module")

@@ -71,7 +71,7 @@ def drawn(site_page):
 
 @pytest.fixture(scope="module")
 def step():
-    calls = traced_step()
+    calls = traced_step(ROOT)
     assert calls.problem is None, calls.problem
     return calls.root
 
@@ -125,7 +125,7 @@ def test_the_final_layernorm_is_labelled_by_the_equation_that_cites_its_line(dra
 
 def test_the_counts_are_the_runs(drawn, step):
     from model.config import ModelConfig
-    from site_builder.run.call_map import first_step_inputs
+    from content.hooks import first_step_inputs
     params = first_step_inputs()[0]
     assert find(drawn, "transformer.block_forward", "transformer.forward")["times"] == f"×{ModelConfig.num_layers}"
     assert find(drawn, "optim.decays", "AdamW.step")["times"] == f"×{len(params)}"
@@ -133,3 +133,70 @@ def test_the_counts_are_the_runs(drawn, step):
     block = build_index(ROOT, ("model",)).function("model.transformer.block_forward")
     sites = [c for c in block.calls if c.callee == "model.ops.layer_norm_forward"]
     assert find(drawn, "ops.layer_norm_forward", "transformer.block_forward")["times"] == f"×{len(sites)}"
+
+
+# A project block that names its package, its config and init_params, and a hooks file with
+# only documented_config: no call_map_root, no groups, no decay rule, no words of its own.
+BARE_PROJECT = """project:
+  package: model
+  tests: tests
+  inputs: [data]
+  hooks: content/hooks.py
+  configs:
+    - {class: model.config.ModelConfig, init_params: model.transformer.init_params,
+       axes: {seq_len: T, emb_dim: d, num_heads: h, ff_dim: F, vocab_size: V, num_layers: L, head_dim: dk}}
+  probe_sizes: {T: 6, S: 9, h: 5, dk: 8, d: 40, F: 47, V: 13, L: 3, M: 17, n: 11}
+"""
+BARE_HOOKS = """def documented_config():
+    from model.config import ModelConfig
+    return ModelConfig(vocab_size=7), ""
+"""
+
+
+def test_without_the_settings_the_landing_page_leaves_out_what_they_feed(tmp_path):
+    """No call_map_root: no map; no param_groups: the total alone; no words: plain ones, naming
+    no project; and the examples' heading is the default's."""
+    from site_builder.build import build
+    from tests.test_build_errors import EXAMPLE, PAGE, SITE
+    from tests.conftest import mini_repo
+    root = mini_repo(tmp_path, SITE + BARE_PROJECT, PAGE, {"mini": EXAMPLE})
+    (root / "content" / "hooks.py").write_text(BARE_HOOKS)
+    build(root, root / "site", strict=False, use_cache=False)
+    index = (root / "site" / "index.html").read_text()
+    assert 'id="map"' not in index and "call-map" not in index
+    assert "<h2 id=\"size\">Parameters at the default config</h2>" in index
+    assert "<p>ModelConfig(vocab_size=7, " in index and "vocabulary" not in index
+    size = index[index.index('id="size"'):]
+    assert size.count("<tr>") == 1 and '<tr class="total"><td>Total</td>' in size, "the total alone"
+    assert "<code>model/</code>" in index
+    assert ">Numerical example<" in (root / "site" / "mini.html").read_text()
+
+
+def test_a_config_without_defaults_and_no_hook_is_one_problem_line(tmp_path):
+    import pytest
+    from site_builder.base.problems import BuildFailed
+    from site_builder.build import build
+    from tests.test_build_errors import EXAMPLE, PAGE, SITE
+    from tests.conftest import mini_repo
+    root = mini_repo(tmp_path, SITE + BARE_PROJECT.replace("  hooks: content/hooks.py\n", ""), PAGE, {"mini": EXAMPLE})
+    with pytest.raises(BuildFailed) as e:
+        build(root, root / "site", strict=False, use_cache=False)
+    [line] = [str(p) for p in e.value.problems]
+    assert line.startswith("content/site.yaml:") and "ModelConfig, cannot be made at its defaults" in line
+    assert "documented_config" in line
+
+
+def test_a_hooks_file_that_does_not_import_is_one_problem_line(tmp_path):
+    import pytest
+    from site_builder.base.problems import BuildFailed
+    from site_builder.build import build
+    from tests.test_build_errors import EXAMPLE, PAGE, SITE
+    from tests.conftest import mini_repo
+    root = mini_repo(tmp_path, SITE + BARE_PROJECT, PAGE, {"mini": EXAMPLE})
+    text = BARE_HOOKS + "\ndef broken(:\n"
+    (root / "content" / "hooks.py").write_text(text)
+    with pytest.raises(BuildFailed) as e:
+        build(root, root / "site", strict=False, use_cache=False)
+    [line] = [str(p) for p in e.value.problems]
+    at = text.splitlines().index("def broken(:") + 1
+    assert line.startswith(f"content/hooks.py:{at}: the hooks file cannot be imported: SyntaxError"), line

@@ -113,18 +113,19 @@ def test_trained_example_helper_matches_train(monkeypatch):
 
 def test_the_trained_model_is_the_encoder_decoder_pages_run(monkeypatch):
     """Both pages read one run, trained once per process (and cached by the build)."""
+    from content import hooks
     from site_builder.run import training_run
-    assert EX["RUN"] is training_run.REVERSAL_RUN
+    assert EX["RUN"] is hooks.REVERSAL_RUN
     s2s_ex = load_example(ROOT, "seq2seq:reversal_run").__globals__
     assert (s2s_ex["RUN_STEPS"], s2s_ex["RUN_EVAL_EVERY"], s2s_ex["RUN_NUM_EVAL"], s2s_ex["RUN_LOG_EVERY"],
-            s2s_ex["SEED"]) == tuple(training_run.REVERSAL_RUN[k] for k in
+            s2s_ex["SEED"]) == tuple(hooks.REVERSAL_RUN[k] for k in
                                      ("steps", "eval_every", "num_eval", "log_every", "seed"))
     calls = []
     real = task.train
     monkeypatch.setattr(task, "train", lambda **kw: calls.append(kw) or real(**kw))
     monkeypatch.setitem(training_run._state, "held", {})
-    first = training_run.reversal_run(steps=3, eval_every=3, num_eval=4, log_every=1)
-    again = training_run.reversal_run(steps=3, eval_every=3, num_eval=4, log_every=1)
+    first = hooks.reversal_run(steps=3, eval_every=3, num_eval=4, log_every=1)
+    again = hooks.reversal_run(steps=3, eval_every=3, num_eval=4, log_every=1)
     assert again is first and len(calls) <= 1     # 0 when the build cache already holds it
     assert [m["step"] for m in first["metrics"] if "loss" in m] == [1, 2, 3]
     assert "elapsed_s" not in first["metrics"][0] and "wall_s" not in first["result"]

@@ -117,9 +117,10 @@ def test_clip_examples():
 
 def test_clip_during_training():
     from site_builder.base.cache import BuildCache
+    from content.hooks import trained_run
     from site_builder.run import training_run
     training_run.configure(BuildCache(ROOT / ".build_cache"))
-    run = training_run.trained_run()
+    run = trained_run()
     r = example("clip_during_training")()
     assert r.data["norms"] == [row["grad_norm"] for row in run.metrics if "grad_norm" in row]
     assert r.data["clipped"] == sum(n > run.train_cfg.clip_norm for n in r.data["norms"])

@@ -15,6 +15,7 @@ from model.transformer import init_params, loss_and_grads
 from site_builder.base.cache import BuildCache
 from site_builder.run.examples import load_example
 from site_builder.render.plots import line_plot
+from content import hooks             # the training runs' recipe (content/hooks.py)
 from site_builder.run import training_run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,7 +39,7 @@ def constant(name):
 def run(built_site):
     """The cached training run (the shared build has just made or read it)."""
     training_run.configure(BuildCache(ROOT / ".build_cache"))
-    return training_run.trained_run()
+    return hooks.trained_run()
 
 
 def batch(seed=0):
@@ -234,7 +235,7 @@ def visible_text(page_html):
 def test_every_page_names_the_runs_it_shows_with_their_own_step_counts(built_site, run):
     """A page showing the site's training run names it, and its step count, from the run's record;
     a page showing a run at TrainConfig's defaults says so, with that run's step count."""
-    label = training_run.run_label(run)
+    label = hooks.run_label(run)
     assert f"({run.train_cfg.steps} steps:" in label
     showing = set()
     for page in sorted(built_site.glob("*.html")):

@@ -12,8 +12,10 @@ import pytest
 from site_builder.gather.content import Located
 from site_builder.serve.play import Playground, refusal
 from site_builder.gather.playground import (InvalidInput, call_ref, check_declaration, checked_arguments, combinations,
-                                     split_ref, validate)
+                                     split_ref, text_rules, validate)
 from tests.conftest import ROOT
+
+RULES = text_rules(ROOT)       # the documented config's fields, the hooks' vocabularies
 
 FLOAT = {"type": "float", "min": 0, "max": 2}
 TEXT = {"type": "text", "max_length": 8, "vocabulary": "corpus"}
@@ -21,9 +23,9 @@ NUMBERS = {"type": "numbers", "length": 3, "min": -1, "max": 1}
 EXAMPLE = {"run": "m:f", "choices": {"row": [1, 0, 2]}, "playable": {"eps": FLOAT, "prompt": TEXT}}
 
 
-def refused(spec, value, vocabulary=None):
+def refused(spec, value, vocabulary=None, rules=None):
     with pytest.raises(InvalidInput) as e:
-        validate(spec, value, vocabulary)
+        validate(spec, value, vocabulary, rules)
     return str(e.value)
 
 
@@ -70,9 +72,11 @@ def test_a_text_the_model_reads_takes_its_limit_from_the_config_and_the_page_say
     from site_builder.gather.playground import hint
     seq_len = ModelConfig(vocab_size=2).seq_len
     context = {"type": "text", "max_length": "seq_len", "vocabulary": "corpus"}
-    assert validate(context, "x" * seq_len) == "x" * seq_len
-    assert refused(context, "x" * (seq_len + 1)) == f"is {seq_len + 1} characters long; at most {seq_len} are allowed"
-    assert hint(context) == f"up to seq_len = {seq_len} characters of the corpus's alphabet, all the model reads"
+    assert validate(context, "x" * seq_len, rules=RULES) == "x" * seq_len
+    assert refused(context, "x" * (seq_len + 1), rules=RULES) == \
+        f"is {seq_len + 1} characters long; at most {seq_len} are allowed"
+    assert hint(context, RULES) == f"up to seq_len = {seq_len} characters of the corpus's alphabet, all the model reads"
+    assert hint(context) == f"up to seq_len = None characters", "no rules: the words of no vocabulary"
     problems = []
     attention = load_content(ROOT, problems).pages["attention"]
     specs = [e["playable"]["prompt"] for c in attention.meta["sections"] for e in c.get("examples") or []
@@ -84,18 +88,37 @@ def test_a_text_the_model_reads_takes_its_limit_from_the_config_and_the_page_say
     errors, typo = [], Located({"run": "m:f", "playable": {"p": {"type": "text", "max_length": "seq_lenn"}}})
     typo.key_lines = {}
     check_declaration(typo, "content/pages/x.md", errors)
+    assert errors == [], "the content's pass checks the form of a name, not what it names"
+    check_declaration(typo, "content/pages/x.md", errors, RULES)
     assert len(errors) == 1 and "'max_length: seq_lenn' names no whole-number field of ModelConfig" in errors[0].message
     assert "seq_len" in errors[0].message.partition("fields: ")[2]
 
 
 def test_characters_outside_the_vocabulary_are_refused():
-    message = refused(TEXT, "héllo", vocabulary="abcdehlo ")
-    assert "'é'" in message and "never seen" in message and "9 characters" in message
+    message = refused(TEXT, "héllo", vocabulary="abcdehlo ", rules=RULES)
+    assert "'é'" in message and "outside its vocabulary" in message and "the 9 characters of the corpus" in message
     assert validate(TEXT, "hello", vocabulary="abcdehlo ") == "hello"
+    assert "its 9 characters" in refused(TEXT, "héllo", vocabulary="abcdehlo "), "no rules: plain words"
+
+
+def test_a_vocabulary_is_one_the_hooks_name():
+    """`vocabulary: NAME` names an entry of the hook text_vocabularies; a project without the
+    hook has none, and the check says which setting is missing."""
+    from site_builder.gather.playground import TextRules, spec_problem
+    assert spec_problem(TEXT, RULES) is None and set(RULES.vocabularies) == {"corpus"}
+    assert "not a vocabulary of the project's hook text_vocabularies (it names: corpus)" in \
+        spec_problem({**TEXT, "vocabulary": "words"}, RULES)
+    assert "(the project has none)" in spec_problem(TEXT, TextRules())
+    assert spec_problem({"type": "text", "max_length": 8}, TextRules()) is None, "no vocabulary: any characters"
 
 
 def test_only_declared_parameters_and_declared_choices_pass():
     assert checked_arguments(EXAMPLE, {"eps": "0.5"}) == {"eps": 0.5, "row": 1}
+    from site_builder.gather.playground import TextRules
+    letters = TextRules(vocabularies={"corpus": dict(characters=lambda: "abc", known="a, b and c")})
+    assert checked_arguments(EXAMPLE, {"prompt": "cab"}, letters)["prompt"] == "cab"
+    with pytest.raises(InvalidInput, match=r"prompt has characters outside its vocabulary: 'd' \(it takes a, b and c\)"):
+        checked_arguments(EXAMPLE, {"prompt": "dab"}, letters)
     assert checked_arguments(EXAMPLE, {"row": 2}) == {"row": 2}
     with pytest.raises(InvalidInput, match="'code' is not a parameter of this example"):
         checked_arguments(EXAMPLE, {"code": "print(1)"})

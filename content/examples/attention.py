@@ -1,6 +1,6 @@
 """Examples for the Attention page. Each returns an ExampleResult built from real calls of
 model.attention (and model.ops.softmax_forward / softmax_backward); the heatmaps read the
-cached training run of site_builder.run.training_run."""
+cached training run of content/hooks.py."""
 
 from pathlib import Path
 
@@ -16,7 +16,7 @@ from site_builder.run.examples import (ExampleResult, gradcheck_table, table, fi
                                    config_label, stepper, nth_change, steps_table)
 from site_builder.render.plots import heatmap
 from site_builder.run.trace import trace_locals, trace_calls
-from site_builder.run.training_run import corpus_window, run_label
+from content.hooks import corpus_window, run_label, trained_run
 
 SEED = 0
 TINY = ModelConfig(vocab_size=5, seq_len=3, emb_dim=4, num_heads=2, ff_dim=6, num_layers=1)
@@ -243,7 +243,6 @@ PROMPTS_NOTE = "the first seq_len characters"
 def chosen_heatmap(prompt=WINDOW_TEXT, layer=0, head=0):
     """One head of one block of the trained model on exactly the text chosen or typed (its first
     seq_len characters: the model reads no more), and where in the corpus that text is, if it is."""
-    from site_builder.run.training_run import trained_run
     from model.data import DEFAULT_CORPUS, CharTokenizer
     run = trained_run()
     window = prompt[:run.model_cfg.seq_len]

@@ -1,6 +1,6 @@
 """Examples for the Generation page. Each returns an ExampleResult built from real calls.
 
-The parameters are the final ones of the site's training run (site_builder.run.training_run:
+The parameters are the final ones of the site's training run (content/hooks.py:
 model.train.train on the shipped corpus at the default configs), and the tokenizer is rebuilt
 from that run's vocabulary. Every sampled output names its seed.
 """
@@ -20,7 +20,7 @@ from model.transformer import forward
 from site_builder.run.examples import ExampleResult, config_label, figure, fmt_number, table
 from site_builder.render.plots import line_plot
 from site_builder.run.trace import trace_locals
-from site_builder.run.training_run import run_label, trained_run
+from content.hooks import run_label, trained_run
 
 PROMPT = "ROMEO:\n"                      # hand-picked prompts
 NEXT_PROMPT = "To be, or not to b"       # the probabilities of the character after this one

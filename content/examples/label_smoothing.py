@@ -11,11 +11,11 @@ from model.ops import smoothed_targets, cross_entropy_forward, cross_entropy_bac
 from site_builder.run.examples import ExampleResult, matrix, table, figure, fmt_number, fmt_array, config_label
 from site_builder.render.plots import line_plot
 from site_builder.run.trace import trace_locals
-from site_builder.run import training_run
+from content.hooks import REVERSAL_RUN, reversal_run
 
 SEED = 0
 # The run of the encoder-decoder page, the same one: trained once per build for both pages.
-RUN = training_run.REVERSAL_RUN
+RUN = REVERSAL_RUN
 EPS_GRID = [i / 100 for i in range(0, 31)]
 _MEMO = {}
 
@@ -108,7 +108,7 @@ def floor_of_the_task():
 def trained_model():
     """A real run of train() (the one of the encoder-decoder page): its loss against the floor, and
     the probability the trained model gives the right token on held-out pairs."""
-    r = training_run.reversal_run(**RUN)["result"]
+    r = reversal_run(**RUN)["result"]
     cfg, params = r["cfg"], r["params"]
     V, eps = cfg.tgt_vocab_size, cfg.label_smoothing
     src, lengths = task.sample_sources(RUN["num_eval"], np.random.default_rng([RUN["seed"], 1]))   # train's held-out set

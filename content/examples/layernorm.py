@@ -15,7 +15,7 @@ from site_builder.run.examples import (ExampleResult, gradcheck_table, table, fm
 from site_builder.gather.source_index import build_index
 from site_builder.run.qualnames import qualname_of
 from site_builder.run.trace import call_tree, trace_locals
-from site_builder.run.training_run import corpus_window, run_label
+from content.hooks import corpus_window, run_label
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -233,7 +233,7 @@ def clip_example():
 
 
 def clip_during_training():
-    from site_builder.run.training_run import run_label, trained_run
+    from content.hooks import run_label, trained_run
     run = trained_run()
     rows = [r for r in run.metrics if "grad_norm" in r]
     steps = [r["step"] for r in rows]
@@ -259,7 +259,7 @@ def clip_during_training():
 def warmup_cosine_plot():
     """The schedule of a run at TrainConfig's defaults; the site's own run (site_steps) is
     another run, and the page says so."""
-    from site_builder.run.training_run import trained_run
+    from content.hooks import trained_run
     tcfg = TrainConfig()
     steps = list(range(1, tcfg.steps + 1))
     lrs = [warmup_cosine_lr(s, tcfg.lr, tcfg.min_lr, tcfg.warmup_steps, tcfg.steps) for s in steps]

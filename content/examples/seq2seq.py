@@ -15,7 +15,7 @@ from site_builder.run.examples import (ExampleResult, steps_table, matrix, gradc
                                    figure, fmt_number, fmt_array, config_label, value_of)
 from site_builder.render.plots import line_plot, heatmap
 from site_builder.run.trace import trace_locals
-from site_builder.run import training_run
+from content.hooks import REVERSAL_RUN, reversal_run as trained_reversal
 
 SEED = 0
 # A tiny model: two layers on each side (so the memory gradient has two shares), two heads.
@@ -29,7 +29,7 @@ GREEDY_BOS, GREEDY_EOS = 1, 2     # the task's BOS and EOS ids
 TINY_SOURCE = f"init_params({config_label(TINY)}, np.random.default_rng({SEED}))"
 
 # The reversal task's run on this page: the same length as tests/test_seq2seq.py's short run.
-RUN_STEPS, RUN_EVAL_EVERY, RUN_NUM_EVAL, RUN_LOG_EVERY = (training_run.REVERSAL_RUN[k] for k in
+RUN_STEPS, RUN_EVAL_EVERY, RUN_NUM_EVAL, RUN_LOG_EVERY = (REVERSAL_RUN[k] for k in
                                                          ("steps", "eval_every", "num_eval", "log_every"))
 
 
@@ -382,10 +382,9 @@ def task_examples():
 
 def reversal_run(steps=RUN_STEPS, eval_every=RUN_EVAL_EVERY, num_eval=RUN_NUM_EVAL, log_every=RUN_LOG_EVERY):
     """A real run of model.train_seq2seq.train (trained once per build for this page and the
-    label smoothing page, site_builder/run/training_run.py): its metrics.jsonl read back, and greedy
+    label smoothing page, content/hooks.py): its metrics.jsonl read back, and greedy
     decodes of held-out sources with the parameters it returns."""
-    run = training_run.reversal_run(steps=steps, seed=SEED, eval_every=eval_every, num_eval=num_eval,
-                                    log_every=log_every)
+    run = trained_reversal(steps=steps, seed=SEED, eval_every=eval_every, num_eval=num_eval, log_every=log_every)
     r, metrics = run["result"], run["metrics"]
     losses = [(m["step"], m["loss"]) for m in metrics if "loss" in m]
     evals = [(m["step"], m["val_exact_match"], m["val_token_acc"]) for m in metrics if "val_exact_match" in m]

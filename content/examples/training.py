@@ -1,7 +1,7 @@
 """Examples for the Training page. Each returns an ExampleResult built from real calls.
 
 Two sources of numbers:
-  * the cached training run of the site (site_builder.run.training_run.trained_run): the real
+  * the cached training run of the site (content/hooks.py's trained_run): the real
     model.train.train on the shipped corpus at the default configs, with its metrics.jsonl,
     its snapshots and the samples drawn from them;
   * tiny runs made here, at TINY and TINY_TRAIN, on the shipped corpus: one traced train_step,
@@ -25,14 +25,14 @@ from model.optim import warmup_cosine_lr
 from site_builder.run.examples import ExampleResult, config_label, figure, fmt_array, fmt_number, steps_table, table
 from site_builder.render.plots import line_plot
 from site_builder.run.trace import trace_locals
-from site_builder.run.training_run import SAMPLE_LENGTH, SAMPLE_PROMPT, SAMPLE_SEED, run_label, trained_run
+from content.hooks import SAMPLE_LENGTH, SAMPLE_PROMPT, SAMPLE_SEED, run_label, trained_run
 
 # The tiny runs: the shipped corpus (its vocabulary fixes vocab_size), a model small enough
 # that a step takes milliseconds, and a schedule short enough to show warm-up and cosine.
 TINY_TRAIN = TrainConfig(steps=8, batch_size=4, warmup_steps=2, eval_every=4, eval_batches=2,
                          log_every=2, checkpoint_every=4)
 WATCHED = ("b0.wq", 0, slice(0, 4))          # the weights the traced step follows: row 0 of b0.wq
-# The temperature training_run draws its samples at. It is a literal inside run_training;
+# The temperature content/hooks.py draws its samples at. It is a literal inside _run_training;
 # samples_table regenerates every sample with it and fails the build if one differs.
 SAMPLE_TEMPERATURE = 0.8
 
@@ -143,7 +143,7 @@ def run_info_table(run):
 
 
 def _run_source(run):
-    return (f"{run_label(run)}, from site_builder.run.training_run.trained_run(), on data/shakespeare.txt with "
+    return (f"{run_label(run)}, from {trained_run.__module__}.{trained_run.__qualname__}(), on data/shakespeare.txt with "
             f"{config_label(run.model_cfg)} and {config_label(run.train_cfg)}")
 
 

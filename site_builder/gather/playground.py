@@ -16,17 +16,23 @@ id, the function is the one that content file declares, only declared parameters
 every value is checked against its declared type and bounds before anything runs, and the
 value reaches the function as a Python literal (never evaluated as code).
 
-Types: `int` and `float` (`min`, `max`), `text` (`max_length`, and `vocabulary: corpus`:
-every character must be one the trained model knows; `max_length` may name a field of
-ModelConfig, `seq_len`, for a text the model reads as its context: the limit is then the
-config's, never typed), `numbers` (a list of `length`
-floats, each within `min`..`max`). A choice parameter that is not playable accepts only its
-declared values.
+Types: `int` and `float` (`min`, `max`), `text` (`max_length`, and `vocabulary: NAME`: every
+character must be one of that vocabulary, which the project's hook `text_vocabularies` names;
+`max_length` may name a whole-number field of the documented config class, the first of the
+project's `configs`, for a text as long as the config says: the limit is then the config's,
+never typed), `numbers` (a list of `length` floats, each within `min`..`max`). A choice
+parameter that is not playable accepts only its declared values.
+
+The names a text declares are checked in two passes: their form when the content loads
+(gathering imports nothing of the project), what they name when the pages are built and when
+`serve` takes a value (`TextRules`, from the project block and its hooks).
 """
 import ast
+import dataclasses
 import functools
 import itertools
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from site_builder.base.problems import Problem
@@ -41,6 +47,29 @@ NUMBERS_LIMIT = 64
 
 class InvalidInput(ValueError):
     """A value the endpoint refuses; str(e) is the one line the reader sees."""
+
+
+@dataclass(frozen=True)
+class TextRules:
+    """What a text's declaration may name: the documented config class (`config`, for messages)
+    and its whole-number fields with their defaults (`max_length: FIELD`), and the vocabularies
+    of the hook `text_vocabularies` ({name: {characters, alphabet, known, context}})."""
+    config: str = ""
+    lengths: dict = field(default_factory=dict)
+    vocabularies: dict = field(default_factory=dict)
+
+
+def text_rules(root: Path) -> TextRules:
+    """The rules of the project at root (its first config class, its hook text_vocabularies)."""
+    from site_builder.gather.project import call_hook, load_project, resolve
+    project = load_project(root)
+    lengths, config = {}, ""
+    if project.config:
+        cls = resolve(project.config.class_name)
+        config = cls.__name__
+        lengths = {f.name: f.default for f in dataclasses.fields(cls)
+                   if isinstance(f.default, int) and not isinstance(f.default, bool)}
+    return TextRules(config, lengths, dict(call_hook(root, project, "text_vocabularies") or {}))
 
 
 # ------------------------------------------------------------------ refs with arguments
@@ -63,8 +92,9 @@ def split_ref(ref: str):
 
 # ------------------------------------------------------------------ declarations (content)
 
-def check_declaration(example, file, problems):
-    """Problems with an example's `choices` and `playable`, at their lines."""
+def check_declaration(example, file, problems, rules: TextRules = None):
+    """Problems with an example's `choices` and `playable`, at their lines. Without `rules` (when
+    the content loads) the names a text declares are checked for their form only."""
     choices, playable = example.get("choices"), example.get("playable")
     if choices is not None:
         if not isinstance(choices, dict) or not choices:
@@ -84,14 +114,14 @@ def check_declaration(example, file, problems):
                                     "write e.g. 'playable: {eps: {type: float, min: 0, max: 1}}'"))
             return
         for name, spec in playable.items():
-            wrong = spec_problem(spec)
+            wrong = spec_problem(spec, rules)
             if wrong:
                 problems.append(Problem(file, example.line_of("playable"), f"playable '{name}': {wrong}",
                                         f"types: {', '.join(TYPES)}; see content/README.md"))
             elif isinstance(choices, dict) and name in choices and isinstance(choices[name], list):
                 for v in choices[name]:
                     try:
-                        validate(spec, v)
+                        validate(spec, v, rules=rules)
                     except InvalidInput as e:
                         problems.append(Problem(file, example.line_of("choices"), f"choice {v!r} of '{name}' is outside its playable bounds: {e}",
                                                 "widen the bounds or drop the value"))
@@ -141,8 +171,9 @@ def _number(v):
         return False
 
 
-def spec_problem(spec):
-    """What is wrong with a declared type and bounds, or None."""
+def spec_problem(spec, rules: TextRules = None):
+    """What is wrong with a declared type and bounds, or None. Without rules, a text's config
+    field and vocabulary are checked for their form only."""
     if not isinstance(spec, dict) or spec.get("type") not in TYPES:
         return f"'type' must be one of {', '.join(TYPES)}"
     kind = spec["type"]
@@ -153,14 +184,7 @@ def spec_problem(spec):
         if not (_number(spec.get("min")) and _number(spec.get("max")) and spec["min"] <= spec["max"]):
             return "needs numbers 'min' <= 'max'"
     if kind == "text":
-        n = max_length(spec)
-        if isinstance(spec.get("max_length"), str) and n is None:
-            return (f"'max_length: {spec['max_length']}' names no whole-number field of ModelConfig "
-                    f"(fields: {', '.join(_config_lengths())})")
-        if not (isinstance(n, int) and not isinstance(n, bool) and 0 < n <= TEXT_LIMIT):
-            return f"needs 'max_length' between 1 and {TEXT_LIMIT}, or a field of ModelConfig (seq_len)"
-        if spec.get("vocabulary", "corpus") != "corpus":
-            return "'vocabulary' can only be 'corpus' (the characters the trained model knows)"
+        return _text_problem(spec, rules)
     if kind == "numbers":
         n = spec.get("length")
         if not (isinstance(n, int) and not isinstance(n, bool) and 0 < n <= NUMBERS_LIMIT):
@@ -168,19 +192,34 @@ def spec_problem(spec):
     return None
 
 
-def max_length(spec: dict):
-    """A text's limit: its `max_length` as a number, or the default of the ModelConfig field it
-    names (`seq_len`: what the model reads); None for a name that is no such field."""
+def _text_problem(spec, rules: TextRules = None):
+    named, vocabulary = spec.get("max_length"), spec.get("vocabulary")
+    if isinstance(named, str) and (not named.isidentifier() or (rules is not None and named not in rules.lengths)):
+        config = rules.config if rules is not None and rules.config else "the documented config"
+        return (f"'max_length: {named}' names no whole-number field of {config} "
+                f"(fields: {', '.join(rules.lengths) if rules is not None and rules.lengths else 'none'})")
+    n = max_length(spec, rules)
+    if not isinstance(named, str) and not (isinstance(n, int) and not isinstance(n, bool) and 0 < n <= TEXT_LIMIT):
+        return f"needs 'max_length' between 1 and {TEXT_LIMIT}, or a whole-number field of the documented config"
+    if vocabulary is not None and not isinstance(vocabulary, str):
+        return "'vocabulary' must be the name of a vocabulary"
+    if vocabulary is not None and rules is not None and vocabulary not in rules.vocabularies:
+        known = ", ".join(rules.vocabularies)
+        return (f"'vocabulary: {vocabulary}' is not a vocabulary of the project's hook text_vocabularies"
+                + (f" (it names: {known})" if known else " (the project has none)"))
+    if isinstance(named, str) and isinstance(n, int) and not 0 < n <= TEXT_LIMIT:
+        return f"'max_length: {named}' is {n}, not between 1 and {TEXT_LIMIT}"
+    return None
+
+
+def max_length(spec: dict, rules: TextRules = None):
+    """A text's limit: its `max_length` as a number, or the default of the config field it names
+    (what a text the config sizes may be); None for a name that is no such field, or when no
+    rules say (the content's first pass)."""
     n = spec.get("max_length")
-    return _config_lengths().get(n) if isinstance(n, str) else n
-
-
-def _config_lengths() -> dict:
-    """{field: default} of ModelConfig's whole-number fields (the config the site documents)."""
-    import dataclasses
-    from model.config import ModelConfig
-    return {f.name: f.default for f in dataclasses.fields(ModelConfig)
-            if isinstance(f.default, int) and not isinstance(f.default, bool)}
+    if isinstance(n, str):
+        return rules.lengths.get(n) if rules is not None else None
+    return n
 
 
 def combinations(choices: dict) -> list:
@@ -203,8 +242,9 @@ def combo_key(choices: dict, combo: dict) -> str:
 
 # ------------------------------------------------------------------ validation (the endpoint)
 
-def validate(spec: dict, value, vocabulary=None):
-    """The value, converted to its declared type, or InvalidInput saying what is wrong."""
+def validate(spec: dict, value, vocabulary=None, rules: TextRules = None):
+    """The value, converted to its declared type, or InvalidInput saying what is wrong.
+    `vocabulary`: the characters a text may hold (its declared vocabulary's), or None."""
     kind = spec["type"]
     if kind == "int":
         if isinstance(value, str):
@@ -223,14 +263,16 @@ def validate(spec: dict, value, vocabulary=None):
             raise InvalidInput(f"must be text, got {_kind(value)}")
         if not value:
             raise InvalidInput("must not be empty")
-        if len(value) > max_length(spec):
-            raise InvalidInput(f"is {len(value)} characters long; at most {max_length(spec)} are allowed")
+        limit = max_length(spec, rules) or TEXT_LIMIT       # a config field no rules resolve: checked again with them
+        if len(value) > limit:
+            raise InvalidInput(f"is {len(value)} characters long; at most {limit} are allowed")
         if vocabulary is not None:
             unknown = sorted(set(value) - set(vocabulary))
             if unknown:
                 shown = ", ".join(repr(c) for c in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
-                raise InvalidInput(f"has characters the model has never seen: {shown} "
-                                   f"(it knows the {len(vocabulary)} characters of the corpus)")
+                words = _vocabulary_words(spec, rules).get("known") or "its {n} characters"
+                raise InvalidInput(f"has characters outside its vocabulary: {shown} "
+                                   f"(it takes {words.replace('{n}', str(len(vocabulary)))})")
         return value
     if kind == "numbers":
         if isinstance(value, str):
@@ -278,10 +320,25 @@ def _kind(v):
     return f"{type(v).__name__} {v!r}"[:60]
 
 
-def checked_arguments(example: dict, args, vocabulary=None) -> dict:
+def _vocabulary_words(spec: dict, rules: TextRules = None) -> dict:
+    """The declared vocabulary's entry of the hook text_vocabularies ({} for none)."""
+    if rules is None or not isinstance(spec.get("vocabulary"), str):
+        return {}
+    return rules.vocabularies.get(spec["vocabulary"], {})
+
+
+def characters(spec: dict, rules: TextRules):
+    """The characters a text declared with `vocabulary: NAME` may hold (the hook's characters(),
+    called now: it may read a trained run), or None for any other value."""
+    entry = _vocabulary_words(spec, rules) if spec.get("type") == "text" else {}
+    return entry["characters"]() if "characters" in entry else None
+
+
+def checked_arguments(example: dict, args, rules: TextRules = None) -> dict:
     """Every argument of a request, checked against the example's declaration: each must be
-    a declared parameter; a playable one must fit its type and bounds, a choice one that is
-    not playable must be one of its declared values. Missing choices take their first value."""
+    a declared parameter; a playable one must fit its type and bounds (a text's characters its
+    vocabulary's, with rules), a choice one that is not playable must be one of its declared
+    values. Missing choices take their first value."""
     if not isinstance(args, dict):
         raise InvalidInput("'args' must be a mapping of parameter names to values")
     choices, playable = example.get("choices") or {}, example.get("playable") or {}
@@ -292,7 +349,8 @@ def checked_arguments(example: dict, args, vocabulary=None) -> dict:
             raise InvalidInput(f"'{name}' is not a parameter of this example (declared: {declared})")
         try:
             if name in playable:
-                out[name] = validate(playable[name], value, vocabulary)
+                spec = playable[name]
+                out[name] = validate(spec, value, characters(spec, rules) if rules else None, rules)
             else:
                 values = choices[name]
                 match = [v for v in values if v == value or str(v) == str(value) or token(values, v) == str(value)]
@@ -308,21 +366,24 @@ def checked_arguments(example: dict, args, vocabulary=None) -> dict:
 
 # ------------------------------------------------------------------ the page's controls
 
-def hint(spec: dict) -> str:
-    """What a free-input field takes, in words."""
+def hint(spec: dict, rules: TextRules = None) -> str:
+    """What a free-input field takes, in words (a vocabulary's in its own: the hook's)."""
     kind = spec["type"]
     if kind == "int":
         return f"a whole number from {spec['min']:g} to {spec['max']:g}"
     if kind == "float":
         return f"a number from {spec['min']:g} to {spec['max']:g}"
     if kind == "text":
-        if isinstance(spec.get("max_length"), str):      # a config field: the model's context
-            return f"up to {spec['max_length']} = {max_length(spec)} characters of the corpus's alphabet, all the model reads"
-        return f"up to {max_length(spec)} characters of the corpus's alphabet"
+        words = _vocabulary_words(spec, rules)
+        alphabet = words.get("alphabet") or "characters"
+        if isinstance(spec.get("max_length"), str):      # a config field: what the config sizes
+            context = words.get("context")
+            return f"up to {spec['max_length']} = {max_length(spec, rules)} {alphabet}" + (f", {context}" if context else "")
+        return f"up to {max_length(spec, rules)} {alphabet}"
     return f"{spec['length']} numbers from {spec['min']:g} to {spec['max']:g}, separated by spaces"
 
 
-def controls(example: dict, slug: str, ex_id: str, variants: dict) -> dict:
+def controls(example: dict, slug: str, ex_id: str, variants: dict, rules: TextRules = None) -> dict:
     """What templates/partials/example.html draws above an example with choices or free input."""
     choices, playable = example.get("choices") or {}, example.get("playable") or {}
     names = sorted(choices) + sorted(set(playable) - set(choices))
@@ -334,6 +395,6 @@ def controls(example: dict, slug: str, ex_id: str, variants: dict) -> dict:
         fields.append(dict(name=name, options=[dict(token=token(values, v), value=v, selected=v == values[0],
                                                     label=repr(v) if isinstance(v, str) else str(v))
                                                for v in shown],
-                           free=dict(type=spec["type"], hint=hint(spec), label=spec.get("label", "")) if spec else None))
+                           free=dict(type=spec["type"], hint=hint(spec, rules), label=spec.get("label", "")) if spec else None))
     return dict(page=slug, example=ex_id, fields=fields, variants=variants,
                 default=next(iter(variants)) if variants else "", keyed=sorted(choices))

@@ -43,9 +43,14 @@ SETTINGS = {
                "{class: DOTTED, axes: {FIELD: LETTER}, init_params: DOTTED}",
     "probe_sizes": "axis letter -> its size in the shape-probe run, a mapping of distinct numbers",
     "decays": "the weight-decay rule decays(name) -> bool, as a dotted name (default: none)",
-    "param_groups": "the parameter table's groups, a list of {match: REGEX, group: NAME}",
-    "block_prefix": "the prefix of a per-block parameter's name, with {l} for the block index",
-    "call_map_root": "the function whose first traced call the landing page draws, a dotted name",
+    "param_groups": "the parameter table's groups, a list of {match: REGEX, group: NAME, per_block: true/false}",
+    "block_prefix": "the prefix of a per-block parameter's name, with {l} for the block index, or a list of them "
+                    "(the first is a params section's default)",
+    "call_map_root": "the function whose traced call the landing page draws, a dotted name (its arguments come "
+                     "from the hook call_map_inputs)",
+    "example_headings": "the heading over a concept's examples, a mapping {untrained: TEXT, mixed: TEXT, trained: TEXT} "
+                        "({runs} names the training runs they read)",
+    "landing": "the landing page's words, a mapping {map_title, map_caption ({call}, {source}), map_missing, size_title}",
     # shape probes and declared-shape checks (site_builder/run/shapes.py, run/example_shapes.py)
     "lengths": "the axis letters that are lengths a call chooses (a sequence's length), each with what it is, as "
                "{LETTER: WORDS}: a probe or an example's run sizes them, never a config field of that letter, "
@@ -54,6 +59,15 @@ SETTINGS = {
 
 
 CONFIG_KEYS = {"class", "axes", "init_params", "axes_by_name"}
+GROUP_KEYS = {"match", "group", "per_block"}
+# The words a page says where a setting gives none: nothing in them names a project.
+EXAMPLE_HEADINGS = {"untrained": "Numerical example", "mixed": "Numerical examples, some computed with {runs}",
+                    "trained": "Computed with {runs}"}
+LANDING = {"map_title": "A map of the code",
+           "map_caption": "What {call} calls at {source}, recorded as it ran (a call the code could make but this "
+                          "run did not make is not drawn).",
+           "map_missing": "The traced call could not run, so there is no map: the build lists why.",
+           "size_title": "Parameters at the default config"}
 
 
 @dataclass(frozen=True)
@@ -82,10 +96,19 @@ class Project:
     probe_sizes: dict = field(default_factory=dict)
     decays: str | None = None
     param_groups: tuple = ()
-    block_prefix: str | None = None
+    block_prefix: str | tuple | None = None     # one prefix, or several (the first a params section's default)
     call_map_root: str | None = None
+    example_headings: dict = field(default_factory=lambda: dict(EXAMPLE_HEADINGS))
+    landing: dict = field(default_factory=lambda: dict(LANDING))
     lines: dict = field(default_factory=dict, compare=False)    # setting -> its line in site.yaml
     lengths: dict = field(default_factory=dict)   # letter of a call's length -> what it is
+
+    @property
+    def block_prefixes(self) -> tuple:
+        """The per-block prefixes (`b{l}.`), the default of a params section first; () for none."""
+        if not self.block_prefix:
+            return ()
+        return (self.block_prefix,) if isinstance(self.block_prefix, str) else tuple(self.block_prefix)
 
     @property
     def code_folders(self) -> tuple:
@@ -171,8 +194,11 @@ def _parse(root: Path, text: str) -> Project:
                                     for c in values.get("configs", ())),
                       probe_sizes=dict(values.get("probe_sizes", {})),
                       decays=values.get("decays"),
-                      param_groups=tuple((g["match"], g["group"]) for g in values.get("param_groups", ())),
-                      block_prefix=values.get("block_prefix"), call_map_root=values.get("call_map_root"),
+                      param_groups=tuple((g["match"], g["group"], bool(g.get("per_block", False)))
+                                         for g in values.get("param_groups", ())),
+                      block_prefix=_frozen(values.get("block_prefix")), call_map_root=values.get("call_map_root"),
+                      example_headings={**EXAMPLE_HEADINGS, **values.get("example_headings", {})},
+                      landing={**LANDING, **values.get("landing", {})},
                       lines=lines, lengths=dict(values.get("lengths", {})))
     _check_folders(root, project, problems)
     if problems:
@@ -180,10 +206,14 @@ def _parse(root: Path, text: str) -> Project:
     return project
 
 
+def _frozen(value):
+    return tuple(value) if isinstance(value, list) else value
+
+
 def _check_kinds(values: dict, lines: dict, problems: list):
-    want = {"package": str, "tests": str, "hooks": str, "decays": str, "block_prefix": str,
+    want = {"package": str, "tests": str, "hooks": str, "decays": str, "block_prefix": (str, list),
             "call_map_root": str, "inputs": list, "configs": list, "probe_sizes": dict, "param_groups": list,
-            "lengths": dict}
+            "example_headings": dict, "landing": dict, "lengths": dict}
     for key, kind in want.items():
         if key in values and not isinstance(values[key], kind):
             problems.append(Problem(SITE_FILE, lines.get(key, 1), f"project.{key} is {yaml_kind(values[key])}",
@@ -206,12 +236,45 @@ def _check_kinds(values: dict, lines: dict, problems: list):
         problems.append(Problem(SITE_FILE, lines.get("lengths", 1), "project.lengths has an entry that is not LETTER: WORDS",
                                 "write each letter with what it is, e.g. `lengths: {T: sequence length}`"))
         values.pop("lengths")
+    _check_groups(values, lines, problems)
+    _check_prefixes(values, lines, problems)
+    for setting, known in (("example_headings", EXAMPLE_HEADINGS), ("landing", LANDING)):
+        for key, text in list(values.get(setting, {}).items()):
+            if key not in known or not isinstance(text, str):
+                problems.append(Problem(SITE_FILE, lines.get(setting, 1), f"project.{setting}.{key} is "
+                                        + (f"not one of {', '.join(known)}" if key not in known else yaml_kind(text)),
+                                        f"write {SETTINGS[setting]}"))
+                values[setting].pop(key)
+
+
+def _check_groups(values: dict, lines: dict, problems: list):
+    """Each parameter group a {match, group, per_block} whose match is a regular expression."""
     for i, group in enumerate(values.get("param_groups", [])):
-        if not (isinstance(group, dict) and set(group) == {"match", "group"}):
-            problems.append(Problem(SITE_FILE, lines.get("param_groups", 1), f"project.param_groups[{i}] is not {{match, group}}",
-                                    "write each group as `- {match: REGEX, group: NAME}`"))
+        wrong = None
+        if not (isinstance(group, dict) and {"match", "group"} <= set(group) <= GROUP_KEYS
+                and isinstance(group.get("per_block", False), bool)):
+            wrong = "is not {match, group, per_block}"
+        else:
+            try:
+                re.compile(str(group["match"]))
+            except re.error as e:
+                wrong = f"match {group['match']!r} is not a regular expression ({e})"
+        if wrong:
+            problems.append(Problem(SITE_FILE, lines.get("param_groups", 1), f"project.param_groups[{i}] {wrong}",
+                                    "write each group as `- {match: REGEX, group: NAME, per_block: true}` (per_block: "
+                                    "the regex is matched against a per-block name without its block_prefix)"))
             values.pop("param_groups")
-            break
+            return
+
+
+def _check_prefixes(values: dict, lines: dict, problems: list):
+    """block_prefix: one text or a list of texts, each holding {l} once."""
+    prefixes = values.get("block_prefix")
+    listed = [prefixes] if isinstance(prefixes, str) else prefixes or []
+    if any(not isinstance(p, str) or p.count("{l}") != 1 for p in listed):
+        problems.append(Problem(SITE_FILE, lines.get("block_prefix", 1), f"project.block_prefix is {prefixes!r}",
+                                "write the prefix with {l} where the block index is, e.g. \"b{l}.\", or a list of them"))
+        values.pop("block_prefix")
 
 
 def _check_axes_by_name(values: dict, lines: dict, problems: list):
@@ -253,6 +316,14 @@ def resolve(dotted: str):
     return getattr(importlib.import_module(module), name)
 
 
+def hooks_name(project: Project) -> str:
+    """The dotted name the hooks file is imported under: its path (`content/hooks.py` is
+    `content.hooks`), so that an example importing it by that name and the builder share one
+    module; HOOKS_MODULE when the path is no dotted name."""
+    parts = Path(project.hooks or "").with_suffix("").parts
+    return ".".join(parts) if parts and all(p.isidentifier() for p in parts) else HOOKS_MODULE
+
+
 def hooks_module(root: Path, project: Project):
     """The hooks module, imported from its file (None if the project names none). The file is
     read on every call: an edit is seen by a long-lived process (serve), and a cached run that
@@ -260,16 +331,37 @@ def hooks_module(root: Path, project: Project):
     if not project.hooks:
         return None
     path = (Path(root) / project.hooks).resolve()
+    name = hooks_name(project)
     source = path.read_bytes()
-    loaded = sys.modules.get(HOOKS_MODULE)
-    if loaded is not None and getattr(loaded, "__file__", None) == str(path) and getattr(loaded, "__source__", None) == source:
-        return loaded
-    spec = importlib.util.spec_from_file_location(HOOKS_MODULE, path)
+    for known in (name, HOOKS_MODULE):      # an edited file is imported again (serve sees the edit)
+        loaded = sys.modules.get(known)
+        if (loaded is not None and Path(getattr(loaded, "__file__", None) or "").resolve() == path
+                and getattr(loaded, "__source__", None) == source):
+            sys.modules[name] = sys.modules[HOOKS_MODULE] = loaded
+            return loaded
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     module.__source__ = source
-    sys.modules[HOOKS_MODULE] = module
-    spec.loader.exec_module(module)
+    sys.modules[name] = sys.modules[HOOKS_MODULE] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as e:
+        for known in (name, HOOKS_MODULE):      # half-built: the next look-up imports it again
+            sys.modules.pop(known, None)
+        if not isinstance(e, Exception):
+            raise
+        raise ProjectError([Problem(project.hooks, _line_in(e, path), f"the hooks file cannot be imported: "
+                                    f"{type(e).__name__}: {e}", "fix it; the builder imports it for its hooks")]) from None
     return module
+
+
+def _line_in(exc: BaseException, path: Path) -> int:
+    """The line of `path` where exc was raised (a syntax error's own line), else 0."""
+    if isinstance(exc, SyntaxError) and exc.filename and Path(exc.filename).resolve() == path:
+        return exc.lineno or 0
+    import traceback
+    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename).resolve() == path]
+    return lines[-1] if lines else 0
 
 
 def hook(root: Path, project: Project, name: str):
@@ -286,3 +378,23 @@ def project_folders(root: Path) -> tuple:
         return load_project(root).folders
     except ProjectError:
         return ()
+
+
+def call_hook(root: Path, project: Project, name: str, *args):
+    """hook(name)(*args), or None without the hook; a hook that raises is ProjectError, one line
+    at the line of the hooks file that raised."""
+    fn = hook(root, project, name)
+    if fn is None:
+        return None
+    try:
+        return fn(*args)
+    except Exception as e:
+        path = (Path(root) / project.hooks).resolve()
+        raise ProjectError([Problem(project.hooks, _line_in(e, path), f"the hook {name}() raised {type(e).__name__}: {e}",
+                                    f"fix it; the builder calls it ({HOOK_USES.get(name, 'see content/README.md')})")]) from None
+
+
+# hook -> what the builder calls it for, in messages
+HOOK_USES = {"documented_config": "for the config the site documents",
+             "training_runs": "for the training runs the pages read",
+             "text_vocabularies": "for the vocabularies a playable text may name"}

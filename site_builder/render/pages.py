@@ -22,17 +22,19 @@ from site_builder.gather.resolve import resolve_snippet, resolve_function, Resol
 from site_builder.render.symbols import render_equation, code_links
 
 
-def examples_heading(examples) -> str:
-    """The heading over a concept's examples, from what they read: a tiny example is one that
-    read no training run (site_builder/run/training_run.py records which ones each example read)."""
-    from site_builder.run.training_run import RUN_NAMES
+def examples_heading(examples, root) -> str:
+    """The heading over a concept's examples, from what they read: none, some or all of them
+    read a training run (site_builder/run/training_run.py records which ones each example read),
+    in the words of the project's `example_headings`, the runs named as its hook names them."""
+    from site_builder.gather.project import load_project
+    from site_builder.run.training_run import run_names
+    headings = load_project(root).example_headings
     runs = sorted({r for ex in examples for r in ex["runs"]})
     if not runs:
-        return "Tiny numerical example"
-    trained = " and ".join(RUN_NAMES.get(r, f"the {r} run") for r in runs)
-    if all(ex["runs"] for ex in examples):
-        return f"Computed with {trained}"
-    return f"Numerical examples: a tiny model, and {trained}"
+        return headings["untrained"]
+    names = run_names(root)
+    trained = " and ".join(names.get(r, f"the {r} run") for r in runs)
+    return headings["trained" if all(ex["runs"] for ex in examples) else "mixed"].replace("{runs}", trained)
 
 
 @dataclass
@@ -152,7 +154,7 @@ class PageBuilder:
     def __init__(self, root, content, index, renderer, shapes, problems, site_info, cache=None, example_results=None,
                  step_calls=None):
         self.root, self.content, self.index, self.r, self.cache = root, content, index, renderer, cache
-        self.step_calls = step_calls        # the traced training step the landing page maps (call_map.py)
+        self.step_calls = step_calls        # the traced call the landing page maps (call_map.py)
         self.example_results = example_results or {}
         self.shapes, self.problems, self.site_info = shapes, problems, site_info
         self.site = SiteModel()
@@ -460,7 +462,7 @@ class PageBuilder:
             notes=[dict(kind=k, html=self.r.md(v, page.file, n.line)) for n in c.get("notes") or [] for k, v in n.items()],
             math=eqs, after_math=self.md(c, "after_math"),
             symbols=symbols,
-            examples=examples, examples_heading=examples_heading(examples),
+            examples=examples, examples_heading=examples_heading(examples, self.root),
             shapes=self.shape_blocks(page, c),
             listing=self.r.listing(main.file, main.start, main.end, cited) if main else [],
             listing_info=dict(file=main.file, short=short_file(main.file, self.project.package), href=source_url(main.file) + f"#{line_anchor(main.start, main.end)}",
@@ -476,16 +478,17 @@ class PageBuilder:
         )
 
     def call_map(self):
-        """The landing page's map: what one real training step called (site_builder/run/call_map.py),
+        """The landing page's map: what one real call of call_map_root called (site_builder/run/call_map.py),
         in the order it first called it. Under each caller, one box per function it called, with
         how many times per call of the caller, and the names of the equations of the caller's
         concept that cite those calls. A function's calls are drawn at its first box; a later box
-        of it says "again". None when the step could not run (its problem is reported)."""
+        of it says "again". {} when the call could not run (its problem is reported); None when
+        the project asks for no map."""
         if self.step_calls is None:
             return None
         if self.step_calls.problem:
             self.problems.append(self.step_calls.problem)
-            return None
+            return {}
         expanded = set()
 
         def box(function, sites, caller, caller_calls):
@@ -819,10 +822,14 @@ class PageBuilder:
         return f"{head}: no probe run and no example of the concept reaches {fn}", self.probe_fix(c)
 
     def examples(self, page, c):
-        from site_builder.gather.playground import call_ref, combinations, combo_key, controls, parameters_missing
+        from site_builder.gather.playground import (call_ref, check_declaration, combinations, combo_key, controls,
+                                                    parameters_missing, text_rules)
         out = []
         self._recordings = []            # (ref, ExampleResult): their recorded shapes check the symbols
+        rules = text_rules(self.root) if any(e.get("playable") for e in c.get("examples") or []) else None
         for n, e in enumerate(c.get("examples") or [], 1):
+            if e.get("playable"):        # what its texts name (a config field, a vocabulary): the content's pass could not tell
+                check_declaration(e, page.file, self.problems, rules)
             choices = e.get("choices") or {}
             declared = [("choices", k) for k in choices] + [("playable", k) for k in e.get("playable") or {}]
             missing = parameters_missing(self.root, e["run"], [k for _, k in declared])
@@ -857,7 +864,7 @@ class PageBuilder:
             out.append(dict(title=e["title"], hand_picked=self.md(e, "hand_picked"), caption=self.md(e, "caption"),
                             source=first["source"], blocks=first["blocks"], id=ex_id,
                             runs=sorted({r for v in variants.values() for r in v["runs"]}),
-                            play=controls(e, page.slug, ex_id, variants) if choices or e.get("playable") else None))
+                            play=controls(e, page.slug, ex_id, variants, rules) if choices or e.get("playable") else None))
         return out
 
     def example_blocks(self, blocks):
@@ -1115,14 +1122,22 @@ class PageBuilder:
         return next((q for q in self.index.calls(fn) if self.index.cache_builds(q) is not None), fn)
 
     def params(self, page, s):
-        from site_builder.run.params import param_rows
+        """A params section: the rows of one block (`block:`, default the project's first
+        block_prefix; every parameter without one), each with its role from `roles`."""
+        from site_builder.gather.project import load_project
+        from site_builder.run.params import NoInitParams, param_rows
+        project = load_project(self.root)
         rows = []
         roles = s.get("roles") or {}
-        prefix = s.get("block", "b{l}.")
+        prefix = s.get("block", (project.block_prefixes or ("",))[0])
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")      # shapes and counts only: no NaN warning to print
-                all_rows = param_rows(self.site_info["config"])
+                all_rows = param_rows(self.site_info["config"], project)
+        except NoInitParams as e:    # the project block names no init_params for the config
+            self.problems.append(Problem(page.file, s.line_of("type"), f"cannot build the parameter table: {e}",
+                                         "set the config's init_params in the project block of content/site.yaml"))
+            all_rows, roles = [], {}
         except Exception as e:       # init_params raised, or no longer builds its dict as param_rows reads it
             self.run_problem(page.file, s.line_of("type"), "cannot build the parameter table: running init_params raised", e)
             all_rows = []

@@ -1,79 +1,70 @@
-"""The landing page's map: what one real training step of the language model calls.
+"""The landing page's map: what one real call of the project's `call_map_root` calls.
 
 The map is read from a run, not from the syntax tree: the syntax tree sees every call a
-function could make (`cross_entropy_forward` calls `smoothed_targets` only when the loss is
-smoothed, which the language model never asks for), a run sees the calls it made. The run
-is step 1 of `model.train.train` at the default configs (`TrainConfig()`, and `ModelConfig`
-at the shipped corpus's vocabulary), set up exactly as `train` sets it up; `train_step`
-itself (loss and gradients, clipping, the AdamW update) runs under
-`site_builder.run.trace.call_tree`, which records who called whom and from which line.
+function could make (a loss that calls a smoothing helper only when asked to smooth), a run
+sees the calls it made. The call is `call_map_root` (a setting of the project block) with the
+arguments the hook `call_map_inputs` builds, and the words it gives say which call that is (a
+training step, say, set up exactly as the training loop sets it up before that step). It runs
+under `site_builder.run.trace.call_tree`, which records who called whom and from which line.
+Without the setting or the hook there is no map.
 
 The run is cached like the shape probes (`example_runner.recorded`): keyed on what it read
-(the model's sources, this module's import closure, the corpus, the packages it loaded), so
-an incremental build draws the map a clean build draws.
+(the package's sources, this module's import closure and the hooks', the data, the packages it
+loaded), so an incremental build draws the map a clean build draws.
 """
 from dataclasses import dataclass
 from pathlib import Path
 
 from site_builder.base.problems import Problem
+from site_builder.gather.project import hook, load_project
 from site_builder.run.qualnames import resolve_qualname
 from site_builder.run.trace import CallSite, call_tree, raising_location
-
-STEP = "model.train.train_step"
-STEP_NUMBER = 1          # the step traced: the first, whose inputs need no training before them
-SOURCE = (f"step {STEP_NUMBER} of model.train.train at TrainConfig() and the default ModelConfig, "
-          f"on the shipped corpus")
 
 
 @dataclass
 class StepCalls:
-    """The calls of the traced step (`root`, the CallSite of `train_step`), or why there are
-    none (`problem`: the line that raised, for the build to report). `source`: which run it was."""
+    """The calls of the traced call (`root`, the CallSite of `call_map_root`), or why there are
+    none (`problem`: the line that raised, for the build to report). `source`: which call it was."""
     root: CallSite | None
     problem: Problem | None = None
-    source: str = SOURCE
+    source: str = ""
 
 
-def first_step_inputs():
-    """What model.train.train passes to train_step at step STEP_NUMBER of a default run:
-    (params, opt, x, y, cfg, tcfg, lr)."""
-    import numpy as np
-    from model.config import TrainConfig
-    from model.data import DEFAULT_CORPUS, get_batch
-    from model.optim import warmup_cosine_lr
-    from model.train import init_params, make_optimizer, prepare_data, seed_streams
-    tcfg = TrainConfig()
-    _, cfg, train_ids, _, _ = prepare_data(DEFAULT_CORPUS, None, tcfg)
-    init_seed, train_seed, _ = seed_streams(tcfg.seed)
-    params = init_params(cfg, np.random.default_rng(init_seed))
-    opt = make_optimizer(params, tcfg)
-    x, y = get_batch(train_ids, tcfg.batch_size, cfg.seq_len, np.random.default_rng(train_seed))
-    lr = warmup_cosine_lr(STEP_NUMBER, tcfg.lr, tcfg.min_lr, tcfg.warmup_steps, tcfg.steps)
-    return params, opt, x, y, cfg, tcfg, lr
-
-
-def traced_step() -> StepCalls:
-    """Step STEP_NUMBER of a default training run, its calls recorded; a run that raised is a
-    problem at the line that raised (else at the file of STEP)."""
+def traced_step(root: Path) -> StepCalls | None:
+    """call_map_root on call_map_inputs(), its calls recorded; None without the setting or the
+    hook. A run that raised is a problem at the line that raised (else at the root's file)."""
+    project = load_project(root)
+    inputs = hook(root, project, "call_map_inputs")
+    if not project.call_map_root or inputs is None:
+        return None
+    entry, source = project.call_map_root, ""
     try:
-        _, root = call_tree(resolve_qualname(STEP), *first_step_inputs())
-    except Exception as e:               # a broken model: report it, draw no map
-        file, line, _ = raising_location(e) or (STEP.rpartition(".")[0].replace(".", "/") + ".py", 1, "")
+        args, source = inputs()
+        _, calls = call_tree(resolve_qualname(entry), *args, package=project.package)
+    except Exception as e:               # a broken package: report it, draw no map
+        file, line, _ = raising_location(e, prefer=project.package + "/") or \
+            (entry.rpartition(".")[0].replace(".", "/") + ".py", 1, "")
         cause = e.__cause__ or e
-        message = f"the landing page's map runs {STEP} ({SOURCE}), which raised {type(cause).__name__}: {cause}"
-        return StepCalls(None, Problem(file, line, message, "fix the model code that raised; the build runs it "
-                                                            "to draw the map"))
-    return StepCalls(root)
+        said = f" ({source})" if source else f" (on call_map_inputs() of {project.hooks})"
+        message = f"the landing page's map runs {entry}{said}, which raised {type(cause).__name__}: {cause}"
+        return StepCalls(None, Problem(file, line, message, "fix the code that raised; the build runs it "
+                                                            "to draw the map"), source)
+    return StepCalls(calls, source=source)
 
 
-def step_calls(root, store) -> StepCalls:
-    """traced_step, run in a child and cached on what it read; here if the child failed."""
+def step_calls(root, store) -> StepCalls | None:
+    """traced_step, run in a child and cached on what it read; here if the child failed. None
+    when the project asks for no map (no child runs)."""
     from site_builder.run.example_runner import recorded
-    found = recorded(root, store, f"the calls of {STEP}", _traced_and_kept, Path(root) / "site_builder" / "run" / "call_map.py")
-    return found if found is not None else traced_step()
+    project = load_project(root)
+    if not project.call_map_root or hook(root, project, "call_map_inputs") is None:
+        return None
+    modules = [Path(root) / "site_builder" / "run" / "call_map.py", Path(root) / project.hooks]
+    found = recorded(root, store, f"the calls of {project.call_map_root}", lambda: _traced_and_kept(root), modules)
+    return found if found is not None else traced_step(root)
 
 
-def _traced_and_kept():
+def _traced_and_kept(root):
     """traced_step as `recorded` takes it: (value, keep); a run that raised is not kept."""
-    calls = traced_step()
+    calls = traced_step(root)
     return calls, calls.problem is None

@@ -4,20 +4,20 @@ inputs recorded, and its result cached only while those inputs are unchanged.
 The cache holds, per example (`module:function`), the last few sets of inputs it was seen
 to read (site_builder/gather/inputs.py) and, per set, the result. A build reuses a result only if
 every input of its set still has the recorded digest: the example's module and everything
-it imports, the corpus it opened, the folders it listed, the packages it loaded. So a new
+it imports, the data files it opened, the folders it listed, the packages it loaded. So a new
 data file is covered without anyone listing it, and an edit and its revert both find their
 result. A failed example stores nothing.
 
 Everything an example can do wrong is one problem line naming the content file and line
-that asked for it: it raises (with the model line that raised), it does not import (once
+that asked for it: it raises (with the package's line that raised), it does not import (once
 per module, with what to install), it runs past its time limit (with the line it was
 executing), it calls `sys.exit` or `os._exit`, its process is killed, it returns something
 that is not an `ExampleResult`, or its result is too big. The build goes on and collects
 every other problem.
 
-The two training runs the pages show are shared work: the examples that read them wait
-until they are done (each in a child too), and the trained runs are handed back to this
-process, so every later child inherits them instead of reading them again.
+The training runs the pages show (the hook `training_runs`) are shared work: the examples that
+read them wait until they are done (each in a child too), and the trained runs are handed back
+to this process, so every later child inherits them instead of reading them again.
 """
 import os
 import sys
@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from site_builder.base.cache import digest
-from site_builder.run.examples import ExampleResult, dependency_files, load_example, raising_line
+from site_builder.run.examples import (ExampleResult, _imports, _stamp, dependency_files, load_example,
+                                       raising_line)
 from site_builder.gather.inputs import InputState, Inputs, Recorder
 from site_builder.gather.project import load_project
 from site_builder.gather.playground import split_ref
@@ -181,7 +182,8 @@ def recorded(root: Path, store: ExampleStore, name: str, fn, module: Path, timeo
     """fn() for the build itself (the shape probes), cached like an example: run in a child
     with its inputs recorded (`module`'s import closure, and what it reads and loads), reused
     while they are unchanged. Returns the value, or None if the child failed. `fn` returns
-    (value, keep): a value it says not to keep (a probe that failed) is not cached."""
+    (value, keep): a value it says not to keep (a probe that failed) is not cached. `module`
+    may be a list of modules: fn runs the hooks, say, and their closure counts too."""
     key = store.lookup(name)
     value = store.load(key) if key else None
     if value is not None:
@@ -195,12 +197,32 @@ def recorded(root: Path, store: ExampleStore, name: str, fn, module: Path, timeo
     return value
 
 
-def _recording(root: Path, store: ExampleStore, fn, module: Path):
-    """In a child: (fn(), the Inputs it read), `module`'s static import closure included."""
+def _recording(root: Path, store: ExampleStore, fn, module):
+    """In a child: (fn(), the Inputs it read), the static import closure of `module` (a path or
+    a list of them) included."""
     with Recorder(root, [store.cache.folder] if store.cache is not None and store.cache.folder else []) as recorder:
         value = fn()
-    static = {f.relative_to(root).as_posix() for f in dependency_files(root, module)}
+    static = {f.relative_to(root).as_posix() for m in ([module] if isinstance(module, Path) else module)
+              for f in static_inputs(root, m)}
     return value, store.state.freeze(recorder.files | static, recorder.dirs, recorder.packages(), recorder.stats)
+
+
+def static_inputs(root: Path, path: Path) -> list:
+    """The file and the repository modules it imports, transitively (dependency_files), and the
+    project's hooks file with its own imports when one of those imports the hooks by their
+    dotted name (`from content.hooks import trained_run`): the hooks live outside the folders
+    dependency_files follows, and a module imported before the fork is not seen opened."""
+    from site_builder.gather.project import hooks_name, load_project
+    files = dependency_files(root, path)
+    project = load_project(root)
+    hooks = root / project.hooks if project.hooks else None
+    if hooks is None or hooks in files or not any(_imports_module(f, hooks_name(project)) for f in files):
+        return files
+    return sorted(set(files) | set(dependency_files(root, hooks)))
+
+
+def _imports_module(path: Path, name: str) -> bool:
+    return any(n == name or n.startswith(name + ".") for n in _imports(path, _stamp(path)))
 
 
 def run_example(root: Path, request: Request, problems: list, store: ExampleStore = None):
@@ -211,21 +233,28 @@ def run_example(root: Path, request: Request, problems: list, store: ExampleStor
 def _prehash(root, requests, state):
     """Hash, before any example runs, the files they are likely to read: a file edited while
     they run then fails its check next time (a rerun) instead of being recorded as read."""
+    from site_builder.gather.project import load_project
     for module in {r.ref.partition(":")[0] for r in requests}:
-        for f in dependency_files(root, root / "content" / "examples" / f"{module}.py"):
+        for f in static_inputs(root, root / "content" / "examples" / f"{module}.py"):
             state.file(f.relative_to(root).as_posix())
-    for p in sorted((root / "data").rglob("*")) if (root / "data").is_dir() else []:
-        if p.is_file():
-            state.file(p.relative_to(root).as_posix())
+    for folder in load_project(root).inputs:
+        for p in sorted((root / folder).rglob("*")) if (root / folder).is_dir() else []:
+            if p.is_file():
+                state.file(p.relative_to(root).as_posix())
 
 
 def _blame(root):
-    """The line to name for a stopped example: the deepest frame in content/ or model/."""
+    """The line to name for a stopped example: the deepest frame in content/ or the package."""
+    from site_builder.gather.project import ProjectError, load_project
     base = os.path.realpath(root) + os.sep
+    try:
+        ours_folders = ("content" + os.sep, load_project(root).package + os.sep)
+    except ProjectError:                 # a bare folder of examples (the playground's tests): content/ alone
+        ours_folders = ("content" + os.sep,)
 
     def where(frames):
         inside = [(os.path.realpath(f)[len(base):], n) for f, n in frames if os.path.realpath(f).startswith(base)]
-        ours = [(f, n) for f, n in inside if f.startswith(("content" + os.sep, "model" + os.sep))]
+        ours = [(f, n) for f, n in inside if f.startswith(ours_folders)]
         f, n = (ours or inside or [("?", 0)])[-1]
         return f"{f.replace(os.sep, '/')}:{n}"
     return where

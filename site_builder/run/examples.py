@@ -37,7 +37,7 @@ class ExampleResult:
     # filled by the runner, not the example: {qualname: {name: entry}} of each model function's
     # first call in this run (site_builder/run/example_shapes.py)
     shapes: dict = field(default_factory=dict)
-    # filled by the runner: the kinds of training run it read (site_builder/run/training_run.py RUN_NAMES)
+    # filled by the runner: the kinds of training run it read (the kinds of the hook training_runs)
     runs: tuple = ()
 
 

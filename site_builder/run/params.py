@@ -1,14 +1,18 @@
 """The parameter table, from ``init_params`` and the decay rule.
 
 Every row of a page's "Parameters" table (name, the line that creates it, shape, symbolic
-shape, scalar count, how it starts, whether it decays) is read from the code here:
+shape, scalar count, how it starts, whether it decays) is read from the code here. What the
+table must know of the project comes from its project block (site_builder/gather/project.py):
+which ``init_params`` builds a config's parameters (``configs[].init_params``), the decay rule
+(``decays``), the groups of the landing page's counts (``param_groups``) and the prefixes of
+per-block names (``block_prefix``).
 
 * ``init_params(cfg, rng)`` is run under :func:`site_builder.run.trace.trace_calls` (shapes
   only), together with the helper functions nested in it. The dict that is returned is
   found among the locals by its keys; a parameter's **line** is the first statement of
   ``init_params``'s own frame after which its key is in that dict. If the key was really
-  added inside a nested helper (the encoder-decoder's ``add_mha``), ``source_line`` and
-  ``source_function`` point there, and that is the statement whose code is inspected.
+  added inside a nested helper, ``source_line`` and ``source_function`` point there, and that
+  is the statement whose code is inspected.
 * The **shape** is the returned array's; the **symbolic shape** comes from a second,
   untraced call at a probe config where every dimension has its own size
   (:func:`site_builder.run.shapes.probe_config`), mapped back with
@@ -16,21 +20,22 @@ shape, scalar count, how it starts, whether it decays) is read from the code her
 * The **init** is decided from the value first ("ones", "zeros": exact, whatever the code
   says), then from the callee names in the expression that produced this key ("Xavier
   uniform" for ``xavier_uniform``, "normal, std 0.02" for ``standard_normal``/``normal``,
-  the std evaluated from the expression, e.g. ``* cfg.emb_std``), else "unknown". When a
+  the std evaluated from the expression, e.g. ``* cfg.init_std``), else "unknown". When a
   statement assigns several keys (``p[a], p[b] = xavier_uniform(...), np.zeros(F)``) the
   targets are paired with their values through the AST, the subscript being evaluated in the
   step's locals, so each key is judged by its own expression.
-* **decays** is ``model.optim.decays(name)``: the same question the optimizer asks.
+* **decays** is the project's ``decays(name)``: the same question its optimizer asks; None
+  (the table says "n/a") when the project names no decay rule.
 
-Per-block names (``b0.wq``, ``b1.wq``; ``enc0.ln1_g``) are grouped into one row per pattern
-(``b{l}.wq``) with "per block" counts, but only when every member agrees on line, shape,
-init and decay; otherwise each keeps its own row, so grouping can never hide a difference.
-Groups for :func:`count_by_group` come from a small table of name patterns
-(:data:`GROUPS`); a name no pattern claims is counted under "other", so the groups always
-sum to :func:`total_count`.
+Per-block names (with the prefix ``block{l}.``: ``block0.w``, ``block1.w``) are grouped into one
+row per pattern (``block{l}.w``) with "per block" counts, but only when every member agrees on
+line, shape, init and decay; otherwise each keeps its own row, so grouping can never hide a
+difference. Without ``block_prefix`` every parameter is a row of its own. Groups for
+:func:`count_by_group` come from ``param_groups``; a name no group claims is counted under
+"other", so the groups always sum to :func:`total_count`.
 
 Trade-off: tracing ``init_params`` costs a few milliseconds and draws the same random
-numbers as a plain call (the trace only watches), so the table matches the model exactly;
+numbers as a plain call (the trace only watches), so the table matches the code exactly;
 the price is that the creating line is found by watching keys appear, so an
 ``init_params`` that builds its dict in a function outside its own module would only be
 located at the calling line (with its init judged from the value, or "unknown").
@@ -39,6 +44,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import linecache
 import re
 from dataclasses import dataclass
@@ -46,31 +52,20 @@ from types import CodeType
 
 import numpy as np
 
+from site_builder.gather.project import resolve
 from site_builder.run.shapes import check_distinct, probe_config, symbolize
 from site_builder.gather.shape_syntax import format_shape
 from site_builder.run.qualnames import REPO_ROOT, qualname_of, repo_relative, unwrap
 from site_builder.run.trace import trace_calls
 
-__all__ = ["ParamRow", "GROUPS", "param_rows", "total_count", "count_by_group", "block_pattern"]
-
-#: (group label, per block?, regex on the name without its block prefix ``b0.``/``enc0.``)
-GROUPS = (
-    ("embeddings", False, r"emb"),
-    ("attention", True, r"(^|\.)[wb][qkvo]$"),
-    ("LayerNorm", True, r"(^|\.)ln\w*_[gb]$"),
-    ("FFN", True, r"(^|\.)ff\w*_[wb]$"),
-    ("final LayerNorm", False, r"^ln\w*_[gb]$"),
-    ("head", False, r"^(head|out)_[wb]$"),
-)
-
-_BLOCK = re.compile(r"^(?P<pre>[A-Za-z_]+)(?P<l>\d+)\.(?P<rest>.+)$")
+__all__ = ["ParamRow", "param_rows", "total_count", "count_by_group", "block_pattern", "init_for", "NoInitParams"]
 
 
 @dataclass(frozen=True)
 class ParamRow:
     """One row of the parameter table: one parameter, or one per-block pattern.
 
-    ``pattern``: ``"b{l}.wq"`` (or the name itself); ``names``: the parameters it stands for;
+    ``pattern``: ``"block{l}.w"`` (or the name itself); ``names``: the parameters it stands for;
     ``per_block``; ``line``/``file``/``code``: the statement of ``init_params``'s own frame
     after which the (first) name exists; ``source_line``/``source_function``/``source_code``/
     ``source_file``: where the key is really assigned (the same statement unless a helper
@@ -78,7 +73,7 @@ class ParamRow:
     ``shape``/``shape_str``: at the config; ``symbolic``: ``"(d, F)"``; ``count``: scalars of
     one parameter (so "per block" for a pattern); ``symbolic_count``: ``"d × F"``; ``init``:
     "ones", "zeros", "Xavier uniform", "normal, std 0.02" or "unknown"; ``decays``: from
-    ``model.optim.decays``; ``ambiguous``: axes of the shape that match no single symbol."""
+    the project's decay rule (None without one); ``ambiguous``: axes of the shape that match no single symbol."""
     pattern: str
     names: tuple
     per_block: bool
@@ -91,7 +86,7 @@ class ParamRow:
     count: int
     symbolic_count: str
     init: str
-    decays: bool
+    decays: bool | None
     source_line: int
     source_function: str
     source_code: str
@@ -104,26 +99,58 @@ class ParamRow:
         return self.count * len(self.names)
 
 
-def block_pattern(name: str) -> tuple[str, bool]:
-    """``"b1.wq"`` -> ``("b{l}.wq", True)``; ``"lnf_g"`` -> ``("lnf_g", False)``."""
-    m = _BLOCK.match(name)
+@functools.lru_cache(maxsize=16)
+def _block_regex(prefixes: tuple) -> re.Pattern | None:
+    """One regex for the per-block prefixes (`block{l}.` -> `block(?P<l>\\d+)\\.`): the prefix, the
+    block index and the rest of the name; None without prefixes."""
+    if not prefixes:
+        return None
+    alternatives = []
+    for i, prefix in enumerate(prefixes):
+        before, _, after = prefix.partition("{l}")
+        alternatives.append(f"(?P<pre{i}>{re.escape(before)})(?P<l{i}>\\d+)(?P<post{i}>{re.escape(after)})")
+    return re.compile(f"^(?:{'|'.join(alternatives)})(?P<rest>.+)$")
+
+
+def _block_parts(name: str, prefixes):
+    """(the name's prefix as a pattern, `block{l}.`, and the rest), or None for a name of no block."""
+    regex = _block_regex(tuple(prefixes))
+    m = regex.match(name) if regex else None
     if not m:
-        return name, False
-    return f"{m['pre']}{{l}}.{m['rest']}", True
+        return None
+    i = next(i for i in range(len(prefixes)) if m[f"l{i}"] is not None)
+    return f"{m[f'pre{i}']}{{l}}{m[f'post{i}']}", m["rest"]
 
 
-# --------------------------------------------------------------------------- helpers
+def block_pattern(name: str, prefixes=()) -> tuple[str, bool]:
+    """With the prefix `block{l}.`: ``"block1.w"`` -> ``("block{l}.w", True)``; ``"norm_g"`` -> ``("norm_g", False)``."""
+    parts = _block_parts(name, prefixes)
+    return (parts[0] + parts[1], True) if parts else (name, False)
 
-def _default_init(cfg):
-    try:
-        from model.config import Seq2SeqConfig
-    except ImportError:
-        Seq2SeqConfig = None
-    if Seq2SeqConfig is not None and isinstance(cfg, Seq2SeqConfig):
-        from model.seq2seq import init_params
-    else:
-        from model.transformer import init_params
-    return init_params
+
+# --------------------------------------------------------------------------- the project's rules
+
+class NoInitParams(LookupError):
+    """The project block names no init_params for a config (or no config at all)."""
+
+
+def init_for(cfg, project):
+    """The init_params(cfg, rng) of cfg's class: its `configs[].init_params`. NoInitParams, naming
+    the setting, for no config, or a class the project block does not list or lists without one."""
+    if cfg is None:
+        raise NoInitParams(f"{project.where('configs')}: project.configs names no config class, so there is no "
+                           "config to build the parameters of (add one with its init_params)")
+    spec = project.config_spec(f"{type(cfg).__module__}.{type(cfg).__qualname__}") or \
+        project.config_spec(type(cfg).__name__)
+    if spec is None or not spec.init_params:
+        raise NoInitParams(f"{project.where('configs')}: project.configs names no init_params for {type(cfg).__name__}"
+                          " (add `init_params: pkg.module.init_params` to its entry)")
+    return resolve(spec.init_params)
+
+
+def _decay_rule(project):
+    """decays(name) -> bool from the `decays` setting, or None without it."""
+    return resolve(project.decays) if project.decays else None
 
 
 def _nested_codes(code: CodeType, qual: str, out: dict, depth=0, depths=None):
@@ -168,7 +195,7 @@ def _callees(node) -> list[str]:
 def _eval(node, namespace):
     try:
         code = compile(ast.Expression(body=node), "<param>", "eval")
-        return eval(code, {"__builtins__": {}}, namespace)   # model code: names and + only
+        return eval(code, {"__builtins__": {}}, namespace)   # the package's code: names and + only
     except Exception:
         return _EVAL_FAILED
 
@@ -214,7 +241,7 @@ def _key_values(stmt, dict_name: str, namespace) -> dict:
 
 def _std_of(expr, namespace, cfg):
     """The std of a normal draw in expr: the other factor of ``standard_normal(...) * s``,
-    or the scale of ``normal(loc, scale, size)``; else cfg.emb_std if cfg has it."""
+    or the scale of ``normal(loc, scale, size)``; else None."""
     for sub in ast.walk(expr):
         if isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.Mult):
             for this, other in ((sub.left, sub.right), (sub.right, sub.left)):
@@ -230,8 +257,7 @@ def _std_of(expr, namespace, cfg):
                 v = _eval(arg, namespace)
                 if isinstance(v, (int, float, np.floating, np.integer)):
                     return float(v)
-    std = getattr(cfg, "emb_std", None)
-    return float(std) if isinstance(std, (int, float)) else None
+    return None
 
 
 def _init_kind(value: np.ndarray, callees: list[str], std) -> str:
@@ -276,7 +302,7 @@ def _first_appearance(trace, name, wanted: set) -> dict:
 
 # ------------------------------------------------------------------------------ rows
 
-def _raw_rows(cfg, init, seed):
+def _raw_rows(cfg, init, seed, decays):
     fn = unwrap(init)
     codes = _nested_codes(fn.__code__, qualname_of(fn), {})
     own = fn.__code__
@@ -307,7 +333,6 @@ def _raw_rows(cfg, init, seed):
     check_distinct(at_probe, "parameter probe")
     probe_params = init(pcfg, np.random.default_rng(seed))
 
-    from model.optim import decays
     rows = []
     filename = own.co_filename
     parsed: dict[str, dict[int, ast.stmt]] = {}
@@ -342,17 +367,17 @@ def _raw_rows(cfg, init, seed):
             file=repo_relative(filename), code=ostep.code, shape=shape,
             shape_str=format_shape(shape), symbolic=symbolic, count=int(value.size),
             symbolic_count=" × ".join(axes) if axes else "1",
-            init=_init_kind(value, callees, std), decays=bool(decays(key)),
+            init=_init_kind(value, callees, std), decays=bool(decays(key)) if decays else None,
             source_line=sstep.line, source_function=squal, source_code=sstep.code,
             source_file=repo_relative(sfile), ambiguous=ambiguous))
     return rows
 
 
-def _group(rows: list[ParamRow]) -> list[ParamRow]:
+def _group(rows: list[ParamRow], prefixes) -> list[ParamRow]:
     by_pattern: dict[str, list[ParamRow]] = {}
     order: list[str] = []
     for row in rows:
-        pattern, per_block = block_pattern(row.pattern)
+        pattern, per_block = block_pattern(row.pattern, prefixes)
         key = pattern if per_block else row.pattern
         if key not in by_pattern:
             by_pattern[key] = []
@@ -373,32 +398,38 @@ def _group(rows: list[ParamRow]) -> list[ParamRow]:
     return out
 
 
-def param_rows(cfg, init=None, *, grouped: bool = True, seed: int = 0) -> list[ParamRow]:
-    """The parameter table of ``init(cfg, rng)`` (default: the language model's
-    ``model.transformer.init_params``, or ``model.seq2seq.init_params`` for a
-    ``Seq2SeqConfig``). ``grouped``: one row per per-block pattern (``b{l}.wq``) instead of
-    one per parameter. Rows are in the order ``init`` creates the parameters."""
-    init = init or _default_init(cfg)
-    rows = _raw_rows(cfg, init, seed)
-    return _group(rows) if grouped else rows
+def param_rows(cfg, project, init=None, *, grouped: bool = True, seed: int = 0) -> list[ParamRow]:
+    """The parameter table of ``init(cfg, rng)`` (default: the init_params the project names for
+    cfg's class, :func:`init_for`). ``grouped``: one row per per-block pattern (``block{l}.w``)
+    instead of one per parameter. Rows are in the order ``init`` creates the parameters."""
+    init = init or init_for(cfg, project)
+    rows = _raw_rows(cfg, init, seed, _decay_rule(project))
+    return _group(rows, project.block_prefixes) if grouped else rows
 
 
-def total_count(cfg, init=None) -> int:
+def total_count(cfg, project, init=None) -> int:
     """Number of scalars in every parameter of ``init(cfg, rng)``."""
-    init = init or _default_init(cfg)
+    init = init or init_for(cfg, project)
     return int(sum(np.asarray(v).size for v in init(cfg, np.random.default_rng(0)).values()))
 
 
-def count_by_group(cfg, init=None, quiet: bool = True) -> dict[str, int]:
-    """{group label: scalars over every block}, in :data:`GROUPS` order, groups with no
-    parameter left out; names no pattern claims go to "other". Sums to :func:`total_count`.
+def count_by_group(cfg, project, init=None, quiet: bool = True) -> dict[str, int] | None:
+    """{group label: scalars over every block}, in ``param_groups`` order, groups with no
+    parameter left out; names no group claims go to "other" (all of them, without groups).
+    Sums to :func:`total_count`.
 
-    With ``quiet`` (what the build's landing page asks for) a model whose ``init_params``
+    With ``quiet`` (what the build's landing page asks for) a package whose ``init_params``
     raises gives ``{}`` instead of the exception: the build runs the same function for the
     shape probes and the parameter tables, and reports the failure there, with the content
-    line that asked and the model line that raised."""
+    line that asked and the line that raised; and a config the project names no
+    ``init_params`` for gives None (the landing page then shows no table)."""
     try:
-        init = init or _default_init(cfg)
+        init = init or init_for(cfg, project)
+    except NoInitParams:
+        if not quiet:
+            raise
+        return None
+    try:
         params = init(cfg, np.random.default_rng(0))
         if not isinstance(params, dict):
             raise TypeError(f"init_params returned {type(params).__name__}, not a dict of arrays")
@@ -406,12 +437,12 @@ def count_by_group(cfg, init=None, quiet: bool = True) -> dict[str, int]:
         if not quiet:
             raise
         return {}
-    counts = {label: 0 for label, _, _ in GROUPS}
+    counts = {label: 0 for _, label, _ in project.param_groups}
     counts["other"] = 0
     for name, value in params.items():
-        m = _BLOCK.match(name)
-        per_block, rest = (True, m["rest"]) if m else (False, name)
-        for label, group_per_block, regex in GROUPS:
+        parts = _block_parts(name, project.block_prefixes)
+        per_block, rest = (True, parts[1]) if parts else (False, name)
+        for regex, label, group_per_block in project.param_groups:
             if group_per_block == per_block and re.search(regex, rest):
                 counts[label] += int(np.asarray(value).size)
                 break

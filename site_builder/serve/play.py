@@ -247,7 +247,7 @@ class Playground:
 
     def declaration(self, slug, example_id):
         from site_builder.gather.content import concepts, load_page
-        from site_builder.gather.playground import InvalidInput
+        from site_builder.gather.playground import InvalidInput, check_declaration, text_rules
         if not isinstance(slug, str) or not SLUG.match(slug):
             raise InvalidInput("'page' must be a page's name, like 'layers'")
         if not isinstance(example_id, str) or not EXAMPLE_ID.match(example_id):
@@ -271,23 +271,20 @@ class Playground:
                     if not e.get("playable"):
                         raise InvalidInput(f"example {example_id} ({e['run']}) is not playable: "
                                            f"content/pages/{slug}.md declares no 'playable' parameters for it")
+                    wrong = []            # what its texts name (a config field, a vocabulary), now that the project is known
+                    check_declaration(e, f"content/pages/{slug}.md", wrong, text_rules(self.root))
+                    if wrong:
+                        raise InvalidInput(f"content/pages/{slug}.md has problems; `{COMMAND} check` lists them")
                     return e
         raise InvalidInput(f"there is no example '{example_id}' on page '{slug}'")
 
-    def vocabulary(self, example):
-        if not any(s.get("type") == "text" and s.get("vocabulary", "corpus") == "corpus"
-                   for s in (example.get("playable") or {}).values()):
-            return None
-        from site_builder.run.training_run import trained_run
-        return trained_run().chars
-
     def handle(self, request) -> dict:
-        from site_builder.gather.playground import InvalidInput, call_ref, checked_arguments
+        from site_builder.gather.playground import InvalidInput, call_ref, checked_arguments, text_rules
         try:
             if not isinstance(request, dict) or set(request) - {"page", "example", "args"}:
                 raise InvalidInput("the request must be {page, example, args}")
             example = self.declaration(request.get("page"), request.get("example"))
-            args = checked_arguments(example, request.get("args", {}), self.vocabulary(example))
+            args = checked_arguments(example, request.get("args", {}), text_rules(self.root))
         except InvalidInput as e:
             return dict(status=400, error=str(e))
         ref = call_ref(example["run"], args)
