@@ -54,6 +54,9 @@ GENERIC = {"config", "data", "train", "ops", "optim", "runs", "generate", "gradc
 # Words of the project's domain that no setting tells (each must occur in content/pages).
 DOMAIN_WORDS = ("transformer", "attention", "vocab", "corpus", "token embedding", "encoder",
                 "decoder", "seq2seq", "language model", "layer norm", "positional encoding", "label smoothing")
+# A domain word's ordinary English longer form, which the builder may use: a playable text's
+# `vocabulary` is the set of characters it may hold, in any package (gather/playground.py).
+ENGLISH = {"vocab": "ular"}
 
 
 def quoted(name):
@@ -67,7 +70,8 @@ def as_word(name, case=False):
 
 def as_prefix(word):
     """A domain word, case aside, at the start of a word (`vocab` in `vocab_size`, `src_vocab`)."""
-    return r"(?i)(?<![A-Za-z])" + r"[ _-]?".join(re.escape(part) for part in word.split())
+    english = f"(?!{ENGLISH[word]})" if word in ENGLISH else ""
+    return r"(?i)(?<![A-Za-z])" + r"[ _-]?".join(re.escape(part) for part in word.split()) + english
 
 
 def package_modules(project):
@@ -133,8 +137,8 @@ def project_names(project: Project) -> list:
     for field in sorted(config_fields(project)):
         if field.lower() not in GENERIC:
             names.append((f"{field} (a config field)", as_word(field, case=True)))
-    if project.block_prefix:
-        names.append((f"{project.block_prefix} (project.block_prefix)", re.escape(project.block_prefix)))
+    for prefix in project.block_prefixes:
+        names.append((f"{prefix} (project.block_prefix)", re.escape(prefix)))
     for text in sorted(hook_strings(project)):
         names.append((f"{text!r} (a string of {project.hooks})", re.escape(text)))
         names += [(f"{word} (a word of {project.hooks})", as_word(word, case=True))

@@ -3,7 +3,7 @@
 Examples are user code: they may loop forever, call `sys.exit`, `os._exit`, raise
 `KeyboardInterrupt`, be killed for memory, or return something huge. None of that may hang
 the build, end it, or take its problem list with it. So every call runs in a child of its
-own, forked from the builder (which has already imported NumPy and the model, so a fork
+own, forked from the builder (which has already imported NumPy and the documented package, so a fork
 costs milliseconds), and reports back through a pipe.
 
 Why one child per call rather than a pool: a pool reuses a process, so the second call in

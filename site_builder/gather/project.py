@@ -105,7 +105,7 @@ class Project:
 
     @property
     def block_prefixes(self) -> tuple:
-        """The per-block prefixes (`b{l}.`), the default of a params section first; () for none."""
+        """The per-block prefixes (`layer{l}.`), the default of a params section first; () for none."""
         if not self.block_prefix:
             return ()
         return (self.block_prefix,) if isinstance(self.block_prefix, str) else tuple(self.block_prefix)
@@ -273,7 +273,7 @@ def _check_prefixes(values: dict, lines: dict, problems: list):
     listed = [prefixes] if isinstance(prefixes, str) else prefixes or []
     if any(not isinstance(p, str) or p.count("{l}") != 1 for p in listed):
         problems.append(Problem(SITE_FILE, lines.get("block_prefix", 1), f"project.block_prefix is {prefixes!r}",
-                                "write the prefix with {l} where the block index is, e.g. \"b{l}.\", or a list of them"))
+                                "write the prefix with {l} where the block index is, e.g. \"layer{l}.\", or a list of them"))
         values.pop("block_prefix")
 
 

@@ -19,7 +19,7 @@ What a page loads is part of its weight (benchmarks/page_weight.py), so:
 - The stylesheets stay files, not inlined into each page: inlined, the longest page's LCP fell
   further (1.2 s against 1.5 s, Lighthouse's mobile profile), but the page then paints before
   the browser has parsed the rest of it, and that parsing counts as blocking time: TBT of the
-  block and model pages went from 0-22 ms to 139-210 ms (README, "Fast on a phone").
+  two of the pages went from 0-22 ms to 139-210 ms (README, "Fast on a phone").
 - The CSS and JS are shipped minified: rcssmin and rjsmin (small, long-maintained, with C
   speedups) strip comments and whitespace and nothing else, so the readable files in
   static/ stay the ones to edit. The minified copies are what pages load and what the

@@ -8,7 +8,7 @@ the statement that last bound a name to each statement that reads it, so the pic
 code's own data flow: move a call in the package and the picture moves with it. Functions
 named in `expand` are drawn inside their caller (their parameters bound to the caller's
 arrays, their returned array to the caller's name), and each expanded call at the top level
-opens a column of its own: a model of two stacks called one after the other is drawn as one
+opens a column of its own: a package of two stacks called one after the other is drawn as one
 stack beside the other, the first's output crossing into the second.
 
 What counts as an array is a heuristic, stated here so it can be argued with: a name that is

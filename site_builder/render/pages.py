@@ -235,10 +235,10 @@ class PageBuilder:
                 part.pages[0]["from_cache"] = True
             self.merge(part)
         if self.probe_failures and not self.probe_failures_reported:
-            # No page needed the failed probe's shapes; the model is broken all the same.
+            # No page needed the failed probe's shapes; the package is broken all the same.
             for f in self.probe_failures:
                 self.problems.append(Problem(f.file or "site_builder/run/shapes.py", f.line or 1, f.describe(),
-                                             "fix the model code that raised; the build runs it to find the shapes"))
+                                             "fix the package's code that raised; the build runs it to find the shapes"))
         self.site.call_map = self.call_map()
         return self.site
 
@@ -271,7 +271,7 @@ class PageBuilder:
     def failed_probe(self, fn):
         """The first shape probe that raised and whose entry point reaches fn (by the index's
         call graph), or None. Its shapes are missing, and another probe's shapes of a function
-        they share (relu_forward at the encoder-decoder's sizes) must not stand in for them."""
+        they share (a helper both entry points call, at the other's sizes) must not stand in for them."""
         order = list(getattr(self.shapes, "order", ()))
         infos = self.shapes.get(fn) or {}
         supplied = next(iter(infos.values())).probe if infos else None
@@ -299,22 +299,22 @@ class PageBuilder:
 
     def probe_problem(self, failure, file, line, what):
         """`what` could not be done because a shape probe raised: one problem at file:line that
-        names the probe, the error and the model line that raised."""
+        names the probe, the error and the package's line that raised."""
         self.probe_failures_reported = True
         self.problems.append(Problem(file, line, f"{what}: {failure.describe()}",
-                                     f"fix the model code at {failure.where}, which the build runs to find the shapes"
-                                     if failure.where else "fix the model code that raised"))
+                                     f"fix the package's code at {failure.where}, which the build runs to find the shapes"
+                                     if failure.where else "fix the package's code that raised"))
 
     def run_problem(self, file, line, what, exc):
-        """The builder ran the model for what file:line asked for, and it raised exc: one problem
-        naming the error and the model line that raised (the build goes on)."""
+        """The builder ran the package's code for what file:line asked for, and it raised exc: one problem
+        naming the error and the package's line that raised (the build goes on)."""
         from site_builder.run.trace import raising_location
         cause = exc.__cause__ if exc.__cause__ is not None else exc
         where = raising_location(exc) or raising_location(cause)
         at = f" at {where[0]}:{where[1]} ({where[2]})" if where else ""
         error = " ".join(f"{type(cause).__name__}: {cause}".split())
         self.problems.append(Problem(file, line, f"{what}: {error}{at}",
-                                     f"fix the model code at {where[0]}:{where[1]}" if where
+                                     f"fix the package's code at {where[0]}:{where[1]}" if where
                                      else "run it by hand to see why"))
 
     def build_page(self, slug, i, slugs):
@@ -577,7 +577,7 @@ class PageBuilder:
 
     def code_scopes(self, c, s):
         """[(where, CodeWords)] of the code a symbol row may name: the concept's function first,
-        its class's methods, the model functions it reaches and its direct callers, the model
+        its class's methods, the package's functions it reaches and its direct callers, the package's
         functions the concept's equations and listings cite (its tests aside: a test's own
         names are not the code's), a function the row names with `(inside FUNCTION)` and what
         it reaches, and the concept's examples."""
@@ -645,7 +645,7 @@ class PageBuilder:
     def example_checks(self, c, rows):
         """The concept's symbol rows that are not one recorded name: checked against the probe's
         shapes where a probe reaches the function, the rest against the concept's examples' own
-        runs (each example recorded the first call of every model function it reached).
+        runs (each example recorded the first call of every function of the package it reached).
         Returns ({line: message}, {line checked: how}, {line: why a row could not be checked},
         reached: an example ran the function)."""
         from site_builder.gather.project import load_project
@@ -700,7 +700,7 @@ class PageBuilder:
         return seen
 
     def callees(self, fn):
-        """The model functions fn calls, directly or not."""
+        """The package's functions fn calls, directly or not."""
         return {q for q in self.reachable(fn) if self.project.owns(q)} - {fn}
 
     def callee_checks(self, c, rows, lines):
@@ -710,7 +710,7 @@ class PageBuilder:
         whose recording holds them, the probe's where it reaches them, else the examples'.
         Returns {line: how} of the rows a callee agrees with and none disagrees with. A
         disagreement is no problem: a callee's recording is its first call, which may be
-        another caller's (layer_norm_forward of the language model, not of the encoder), so
+        another caller's (a helper called from two places records the first), so
         such a row stays unmarked, as a row in words does."""
         from site_builder.gather.project import load_project
         from site_builder.run.example_shapes import check_rows, from_probe
@@ -719,7 +719,7 @@ class PageBuilder:
         if getattr(self, "_probe_recording", None) is None:
             self._probe_recording = from_probe(self.shapes)
         calls, sizes = self._probe_recording
-        try:            # and its direct model callers: split_heads' rows name mha_forward's Q, K, V
+        try:            # and its direct callers in the package: a helper's rows name its caller's arrays
             callers = {x.caller for x in self.index.called_by(c["function"]) if self.project.owns(x.caller)}
         except KeyError:
             callers = set()
@@ -853,7 +853,7 @@ class PageBuilder:
                 if result is not None:
                     self._recordings.append((ref, result))
                     for block in result.blocks:
-                        if block.get("function"):       # the model function the example traced
+                        if block.get("function"):       # the package's function the example traced
                             self.cite_function("example", block["function"], c["id"], example=ref)
                     variants[combo_key(choices, combo) if choices else ""] = dict(
                         source=result.source, blocks=self.example_blocks(result.blocks), runs=result.runs)
@@ -1116,7 +1116,7 @@ class PageBuilder:
 
     def cache_builder(self, fn):
         """The function whose return statement builds the cache: fn itself, or the function
-        it hands its work to (attention_forward returns mha_forward's cache)."""
+        it hands its work to (a wrapper that returns its helper's cache)."""
         if self.index.cache_builds(fn) is not None:
             return fn
         return next((q for q in self.index.calls(fn) if self.index.cache_builds(q) is not None), fn)

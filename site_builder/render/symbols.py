@@ -304,7 +304,7 @@ def code_misses(code: str, scopes, class_attrs=frozenset()) -> list:
     occur in that source, or be Python's builtins (`len`). Names inside an index (`Qh[i]`,
     `Xn[t]`) are the reader's indices; names a part binds itself (`v` of `sum(v.size for v in
     p)`) are its own; a key may be a full parameter name whose prefix the code builds
-    (`params["b0.ff1_w"]` for `params[p + "ff1_w"]`, `f"dec{l}.cross.wv"`); `x.field` of a
+    (`params["layer0.w"]` for `params[p + "w"]`, `f"layer{l}.w"`); `x.field` of a
     field of one of the package's classes (`cfg.width`, in `class_attrs`) is found wherever
     the instance is. A bare operator (`*`) must be one the code applies; `return` needs a
     return; `NAME (inside FUNCTION)` is NAME, FUNCTION being among the scopes. Text that is
@@ -339,7 +339,7 @@ def _part_misses(part: str, words, keys, class_attrs) -> list:
     for node in ast.walk(tree):
         if isinstance(node, ast.Subscript):
             skip |= {id(n) for n in ast.walk(node.slice) if isinstance(n, ast.Name)}
-        elif isinstance(node, ast.JoinedStr):        # f"dec{l}.cross.wv": its own name is the last piece
+        elif isinstance(node, ast.JoinedStr):        # f"layer{l}.w": its own name is the last piece
             skip |= {id(n) for n in ast.walk(node) if n is not node.values[-1]}
         elif isinstance(node, ast.comprehension):
             bound |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}

@@ -34,7 +34,7 @@ class ExampleResult:
     blocks: list
     source: str = ""                      # where the numbers came from: function, config, seed
     data: dict = field(default_factory=dict)   # raw values, for tests and interactive widgets
-    # filled by the runner, not the example: {qualname: {name: entry}} of each model function's
+    # filled by the runner, not the example: {qualname: {name: entry}} of each function of the package's
     # first call in this run (site_builder/run/example_shapes.py)
     shapes: dict = field(default_factory=dict)
     # filled by the runner: the kinds of training run it read (the kinds of the hook training_runs)
