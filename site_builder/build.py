@@ -50,7 +50,7 @@ from site_builder.content import load_content, concepts
 from site_builder.fontsubset import MathFontSubsets, page_math, remember_pages
 from site_builder.assets import (bundle_path, insert_scripts, minify, page_scripts, prune_token_rules,
                                  script_bundles, used_token_classes)
-from site_builder import links
+from site_builder import hosting, links
 from site_builder.links import check_links
 from site_builder.pages import PageBuilder
 from site_builder.problems import Problem, BuildFailed, did_you_mean
@@ -85,7 +85,7 @@ def site_info_for(root: Path, content, cfg) -> dict:
     that differ from it (their GitHub links would show other lines), and the config."""
     commit = fingerprint.head_commit(root)
     return dict(repo_url=str(content.site.get("repo_url", "")).rstrip("/"), branch=content.site.get("branch", "main"),
-                commit=commit, uncommitted=fingerprint.uncommitted_files(root) if commit else frozenset(), config=cfg)
+                site_url=hosting.site_url(content.site), commit=commit, uncommitted=fingerprint.uncommitted_files(root) if commit else frozenset(), config=cfg)
 
 
 _VOCAB_SIZES = {}
@@ -459,7 +459,8 @@ def shared_context(content, index, model, site_info):
                   + (f" and {len(changed) - 3} more files" if len(changed) > 3 else ""))
     source_files = sorted(f for f in index.files if f.startswith("model/")) + sorted(model.cited_files)
     nav = [dict(slug=p["slug"], title=p["title"], summary=p["summary"]) for p in model.pages]
-    return dict(site=dict(title=content.site.get("title", "Documentation"), description=content.site.get("description", "")),
+    return dict(site=dict(title=content.site.get("title", "Documentation"), description=content.site.get("description", ""),
+                          url=site_info["site_url"]),
                 nav=nav, source_files=source_files, built_from=built_from,
                 github_branch=None if commit else site_info["branch"])     # templates/partials/macros.html
 
@@ -469,6 +470,7 @@ def page_html(env, page, common) -> bytes:
     titles = {p["slug"]: p["title"] for p in common["nav"]}
     return env.get_template("page.html").render(
         page=page, title=page["title"], description=page["summary"], root="", current=page["slug"],
+        url=hosting.page_url(common["site"]["url"], f"{page['slug']}.html"),
         prev_href=f"{page['prev']}.html" if page["prev"] else "index.html",
         prev_title=titles.get(page["prev"], "Overview"),
         next_href=f"{page['next']}.html" if page["next"] else None, next_title=titles.get(page["next"]),
@@ -500,7 +502,8 @@ def render_all(root, content, index, renderer, model, site_info, cache=None, bac
             file=f, rows=source_rows(lines, cited, "../" * depth), line_count=len(lines), commit=commit, github=github,
             uncommitted=f in site_info["uncommitted"], branch=site_info["branch"],
             cited_count=sum(1 for n in cited if n <= len(lines)), title=f, description=f"Source of {f}",
-            root="../" * depth, current="source:" + f, prev_href=None, next_href=None, **common).encode()
+            root="../" * depth, current="source:" + f, url=hosting.page_url(common["site"]["url"], source_url(f)),
+            prev_href=None, next_href=None, **common).encode()
 
     for page in model.pages:
         path = f"{page['slug']}.html"
@@ -540,11 +543,14 @@ def render_all(root, content, index, renderer, model, site_info, cache=None, bac
     size["total"] = sum(n for _, n in size["groups"])
     files["index.html"] = env.get_template("index.html").render(
         title="Overview", description=common["site"]["description"], root="", current="index", size=size,
+        url=hosting.page_url(common["site"]["url"], "index.html"),
         call_map=model.call_map,
         prev_href=None, next_href=f"{nav[0]['slug']}.html" if nav else None,
         next_title=nav[0]["title"] if nav else None, **common).encode()
     origin["index.html"] = "content/site.yaml"
     files.update(play_fragments(env, model.pages))
+    files.update(hosting.hosted_files(env, common, files))       # 404.html, sitemap.xml
+    origin[hosting.NOT_FOUND] = "templates/404.html"
     html_paths = [p for p in files if p.endswith(".html")]
     bundles = set()
     for path in html_paths:
@@ -731,7 +737,7 @@ def _build(root, out, strict, cache_dir, use_cache, retrain, jobs, defer_search)
         raise BuildFailed([rendering_problem(root, e)]) from None
     try:
         return _check_and_write(root, out, strict, problems, files, origin, fonts, index, model, cache, memos,
-                                cache_dir, start_key, defer_search, t0)
+                                cache_dir, start_key, defer_search, t0, mounted=hosting.mounted(site_info["site_url"]))
     finally:
         fonts.stop()
 
@@ -757,10 +763,10 @@ def rendering_problem(root: Path, e: Exception) -> Problem:
 
 
 def _check_and_write(root, out, strict, problems, files, origin, fonts, index, model, cache, memos, cache_dir,
-                     start_key, defer_search, t0):
+                     start_key, defer_search, t0, mounted=None):
     """The rest of build: check links, fail or write the site with its search index and the
     font subsets, record the stamp."""
-    check_links(files, origin, problems)
+    check_links(files, origin, problems, mounted=mounted)
     strict_checks(index, model, problems)
     failing = [p for p in problems if not p.warning and (strict or not p.strict)]
     if failing:
