@@ -37,7 +37,7 @@ MANIFEST = ".built-by-site-builder.files"
 BUNDLE = "pagefind"        # the search bundle (site_builder/search.py): rewritten in place by `serve`
 # The repository's own folders: an output may be none of them, hold none and sit in none.
 SOURCE_FOLDERS = ("content", "model", "tests", "templates", "static", "site_builder", "data", ".git",
-                  "benchmarks", "tools", ".ci")
+                  "benchmarks", "tools", ".ci", ".github")
 # What every build writes, to recognise an output folder built before the marker existed.
 LEGACY_FILES, LEGACY_FOLDERS = ("index.html", "references.json"), (BUNDLE,)
 WRITER_FOLDER = re.compile(r"^\.(?P<name>.+)\.(?P<kind>tmp|old|search|search-old)-(?P<pid>\d+)$")
