@@ -85,7 +85,8 @@ def site_info_for(root: Path, content, cfg) -> dict:
     that differ from it (their GitHub links would show other lines), and the config."""
     commit = fingerprint.head_commit(root)
     return dict(repo_url=str(content.site.get("repo_url", "")).rstrip("/"), branch=content.site.get("branch", "main"),
-                site_url=hosting.site_url(content.site), commit=commit, uncommitted=fingerprint.uncommitted_files(root) if commit else frozenset(), config=cfg)
+                site_url=hosting.site_url(content.site), commit=commit,
+                uncommitted=fingerprint.uncommitted_files(root) if commit else frozenset(), config=cfg)
 
 
 _VOCAB_SIZES = {}
