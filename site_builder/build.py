@@ -53,6 +53,7 @@ from site_builder.gather.project import ProjectError, load_project
 from site_builder.publish.fontsubset import MathFontSubsets, page_math, remember_pages
 from site_builder.publish.assets import (bundle_path, insert_scripts, minify, page_scripts, prune_token_rules,
                                  script_bundles, used_token_classes)
+from site_builder.publish import hosting
 from site_builder.render import links
 from site_builder.render.links import check_links
 from site_builder.render.pages import PageBuilder
@@ -90,7 +91,8 @@ def site_info_for(root: Path, content, cfg, config_note: str = "") -> dict:
     the landing page says of it after its fields)."""
     commit = fingerprint.head_commit(root)
     return dict(repo_url=str(content.site.get("repo_url", "")).rstrip("/"), branch=content.site.get("branch", "main"),
-                commit=commit, uncommitted=fingerprint.uncommitted_files(root) if commit else frozenset(), config=cfg,
+                site_url=hosting.site_url(content.site), commit=commit,
+                uncommitted=fingerprint.uncommitted_files(root) if commit else frozenset(), config=cfg,
                 config_note=config_note)
 
 
@@ -485,7 +487,7 @@ def shared_context(content, index, site, site_info):
     source_files = sorted(f for f in index.files if f.startswith(index.package + "/")) + sorted(site.cited_files)
     nav = [dict(slug=p["slug"], title=p["title"], summary=p["summary"]) for p in site.pages]
     return dict(site=dict(title=content.site.get("title", "Documentation"), description=content.site.get("description", ""),
-                          labels=content.labels),
+                          labels=content.labels, url=site_info["site_url"]),
                 nav=nav, source_files=source_files, built_from=built_from,
                 github_branch=None if commit else site_info["branch"])     # templates/partials/macros.html
 
@@ -495,6 +497,7 @@ def page_html(env, page, common) -> bytes:
     titles = {p["slug"]: p["title"] for p in common["nav"]}
     return env.get_template("page.html").render(
         page=page, title=page["title"], description=page["summary"], root="", current=page["slug"],
+        url=hosting.page_url(common["site"]["url"], f"{page['slug']}.html"),
         prev_href=f"{page['prev']}.html" if page["prev"] else "index.html",
         prev_title=titles.get(page["prev"], "Overview"),
         next_href=f"{page['next']}.html" if page["next"] else None, next_title=titles.get(page["next"]),
@@ -526,7 +529,8 @@ def render_all(root, content, index, renderer, site, site_info, cache=None, back
             file=f, rows=source_rows(lines, cited, "../" * depth), line_count=len(lines), commit=commit, github=github,
             uncommitted=f in site_info["uncommitted"], branch=site_info["branch"],
             cited_count=sum(1 for n in cited if n <= len(lines)), title=f, description=f"Source of {f}",
-            root="../" * depth, current="source:" + f, prev_href=None, next_href=None, **common).encode()
+            root="../" * depth, current="source:" + f, url=hosting.page_url(common["site"]["url"], source_url(f)),
+            prev_href=None, next_href=None, **common).encode()
 
     for page in site.pages:
         path = f"{page['slug']}.html"
@@ -562,12 +566,15 @@ def render_all(root, content, index, renderer, site, site_info, cache=None, back
     project = load_project(root)
     files["index.html"] = env.get_template("index.html").render(
         title="Overview", description=common["site"]["description"], root="", current="index",
+        url=hosting.page_url(common["site"]["url"], "index.html"),
         size=landing_size(root, site_info), call_map=site.call_map, package=project.package,
         words=landing_words(project, site.call_map),
         prev_href=None, next_href=f"{nav[0]['slug']}.html" if nav else None,
         next_title=nav[0]["title"] if nav else None, **common).encode()
     origin["index.html"] = "content/site.yaml"
     files.update(play_fragments(env, site.pages))
+    files.update(hosting.hosted_files(env, common, files))       # 404.html, sitemap.xml
+    origin[hosting.NOT_FOUND] = "templates/404.html"
     html_paths = [p for p in files if p.endswith(".html")]
     bundles = set()
     for path in html_paths:
@@ -788,7 +795,7 @@ def _build(root, out, strict, cache_dir, use_cache, retrain, jobs, defer_search)
         raise BuildFailed([rendering_problem(root, e)]) from None
     try:
         return _check_and_write(root, out, strict, problems, files, origin, fonts, index, site, cache, memos,
-                                cache_dir, start_key, defer_search, t0)
+                                cache_dir, start_key, defer_search, t0, mounted=hosting.mounted(site_info["site_url"]))
     finally:
         fonts.stop()
 
@@ -814,10 +821,10 @@ def rendering_problem(root: Path, e: Exception) -> Problem:
 
 
 def _check_and_write(root, out, strict, problems, files, origin, fonts, index, site, cache, memos, cache_dir,
-                     start_key, defer_search, t0):
+                     start_key, defer_search, t0, mounted=None):
     """The rest of build: check links, fail or write the site with its search index and the
     font subsets, record the stamp."""
-    check_links(files, origin, problems)
+    check_links(files, origin, problems, mounted=mounted)
     strict_checks(index, site, problems)
     failing = [p for p in problems if not p.warning and (strict or not p.strict)]
     if failing:

@@ -10,7 +10,8 @@ from site_builder.publish.assets import (SCRIPTS, bundle_path, insert_scripts, m
                                  prune_token_rules, script_bundles)
 from tests.conftest import ROOT
 
-BUNDLE_TAG = re.compile(r'<script defer src="((?:\.\./)*)static/js/([\w-]+)\.js"></script>')
+# relative, or from the site's path on the 404 page (site_builder/publish/hosting.py)
+BUNDLE_TAG = re.compile(r'<script defer src="((?:\.\./)*|/(?:[^"/]+/)*)static/js/([\w-]+)\.js"></script>')
 
 
 def scripts_of(html):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 MARKER = ".built-by-site-builder"
 # An output may be none of these, hold none and sit in none; nor any folder of the project.
-BUILDER_FOLDERS = ("content", "templates", "static", "site_builder", ".git", "benchmarks", "tools", ".ci")
+BUILDER_FOLDERS = ("content", "templates", "static", "site_builder", ".git", "benchmarks", "tools", ".ci", ".github")
 
 
 def source_folders(project_folders=()) -> tuple:

@@ -16,6 +16,7 @@ import pickle
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -112,7 +113,7 @@ LABELS = {"why": "Why is it needed?"}       # the heading of a concept's `why`
 
 # kind -> (required keys, optional keys, {key: kind of its value or of its list items})
 SCHEMA = {
-    "site": ({"title", "nav"}, {"repo_url", "branch", "description", "papers", "sources", "project", "labels"},
+    "site": ({"title", "nav"}, {"repo_url", "site_url", "branch", "description", "papers", "sources", "project", "labels"},
              {"labels": "labels"}),
     "labels": (set(), set(LABELS), {}),
     "paper_entry": ({"title", "authors", "year"}, {"url", "venue"}, {}),
@@ -175,6 +176,19 @@ def check_leaf(obj, key, file, problems):
         fix = ("write a positive number of seconds, at most 3600" if want == "seconds"
                else "quote text that YAML would read as something else")
         problems.append(Problem(file, line, f"'{key}' must be {described}, got {got}", fix))
+
+
+def check_site_url(site, file, problems):
+    """site_url is where the site is served (its sitemap's and canonical links' base,
+    site_builder/publish/hosting.py): an absolute http(s) address with no query or fragment."""
+    url = site.get("site_url")
+    if not isinstance(url, str) or not url.strip():
+        return                  # absent, or check_leaf reported it
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        problems.append(Problem(file, site.line_of("site_url"), f"'site_url' must be the site's address, "
+                                f"such as https://USER.github.io/REPO/, got '{url}'",
+                                "write the whole address the site is served at, from https:// to the last /"))
 
 
 def section_kind(obj):
@@ -313,6 +327,7 @@ def load_content(root: Path, problems: list) -> Content:
                                 "write 'title: ...', 'nav: [...]' and so on"))
         return Content(site=Located())
     validate(site, "site", site_file, 1, problems)
+    check_site_url(site, site_file, problems)
     papers = site.get("papers")
     for key, entry in (papers.items() if isinstance(papers, dict) else ()):
         validate(entry, "paper_entry", site_file, getattr(entry, "line", 1), problems)

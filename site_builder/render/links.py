@@ -208,23 +208,29 @@ def where(path, origin, data_origin, anchor):
     return origin.get(path, path), 1, f" (made by the template, after #{anchor})" if anchor else " (made by the template)"
 
 
-def check_links(files, origin, problems, unread=frozenset()):
+def check_links(files, origin, problems, unread=frozenset(), mounted=None):
     """origin: path -> the content file it was built from, so the report points at a source.
     unread: paths the build produces that are not in `files` (check --page renders only its
-    pages): a link to one is whole, whatever its #fragment. Returns how many internal links
-    were checked."""
+    pages): a link to one is whole, whatever its #fragment. mounted: {path: URL path} of
+    pages whose links start at the path the site is served at (404.html, which the host
+    serves at any depth: site_builder/publish/hosting.py); the rest of such a link is read from the
+    site's root. Returns how many internal links were checked."""
     ids, links = scan(files)
     checked = 0
     for path in sorted(links):
         bad = set()
-        path_dir = posixpath.dirname(path)
+        path_dir, mount = posixpath.dirname(path), (mounted or {}).get(path)
         for link, data_origin, anchor in links[path]:
-            target, fragment = _target(path_dir, link)
+            mounted_link = bool(mount) and link.startswith(mount)
+            target, fragment = _target("", link[len(mount):]) if mounted_link else _target(path_dir, link)
             if target is None:
                 continue
-            target = target or path
             checked += 1
-            if target not in files and target not in unread and not target.startswith("pagefind/"):
+            relative = bool(mount and target) and not mounted_link     # a #fragment alone stays on the page
+            target = target or path
+            if relative:
+                message = f"'{link}' is relative, but the host serves {path} at any URL: start it at {mount}"
+            elif target not in files and target not in unread and not target.startswith("pagefind/"):
                 message = f"'{link}' points at {target}, which the build does not produce"
             elif target in ids and not fragment_ok(fragment, ids[target]):
                 message = f"'{link}': {target} has no anchor '#{fragment}'"

@@ -2,22 +2,24 @@
 browser Playwright downloads itself.
 
 The site is the session's one build (`built_site` of tests/conftest.py), served over HTTP on
-127.0.0.1 by the standard library's server. Not `site_builder.serve.server`: that server injects its
-live-reload script, whose long-poll a navigating page cancels, and a cancelled request is what
-these tests look for. One browser serves the whole session (pytest-playwright's `browser`).
+127.0.0.1 by the standard library's server under the sub-path GitHub Pages serves it at
+(http://127.0.0.1:PORT/transformer-by-hand/, tests/hosted.py), so every test here also checks
+that the site works there. Not `site_builder.serve.server`: that server injects its live-reload
+script, whose long-poll a navigating page cancels, and a cancelled request is what these tests
+look for. One browser serves the whole session (pytest-playwright's `browser`).
 
 Where Chromium (or Playwright) is missing, every test here is skipped with the reason; under
 CI=true it fails instead, so CI cannot pass without having run them.
 """
-import functools
 import importlib.util
 import os
 import re
-import threading
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+
+from tests import hosted
+from tests.hosted import QuietHandler  # noqa: F401 (tests/browser/test_math_drawing.py serves its folders with it)
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -54,24 +56,17 @@ def browser_type_launch_args(browser_type_launch_args):
     return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
 
 
-class QuietHandler(SimpleHTTPRequestHandler):
-    extensions_map = {**SimpleHTTPRequestHandler.extensions_map, ".js": "text/javascript",
-                      ".wasm": "application/wasm"}
-
-    def log_message(self, *args):
-        pass
+@pytest.fixture(scope="session")
+def site_path():
+    """The sub-path the site is served at here, as on GitHub Pages: /transformer-by-hand/."""
+    return hosted.site_path()
 
 
 @pytest.fixture(scope="session")
-def site_url(built_site):
-    """http://127.0.0.1:<port>/ serving the session's build."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(built_site)))
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs=dict(poll_interval=0.1), daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}/"
-    server.shutdown()
-    server.server_close()
+def site_url(built_site, site_path):
+    """http://127.0.0.1:<port>/transformer-by-hand/ serving the session's build."""
+    with hosted.served_under(built_site, site_path) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

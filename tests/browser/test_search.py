@@ -12,14 +12,14 @@ def search(page, query):
 
 
 @pytest.mark.parametrize("function", ["model.ops.layer_norm_backward", "model.transformer.block_backward"])
-def test_a_function_name_lands_on_its_concept(page, site_url, built_site, function):
+def test_a_function_name_lands_on_its_concept(page, site_url, site_path, built_site, function):
     where = concept_of(built_site, function)
     if where is None:
         pytest.skip(f"no page documents {function} in this build yet")
     slug, concept = where
     page.goto(site_url + "index.html")
     hrefs = search(page, function.split(".")[-1])
-    assert hrefs and hrefs[0] == f"/{slug}#{concept}", hrefs
+    assert hrefs and hrefs[0] == f"{site_path}{slug}#{concept}", hrefs
     page.locator("#search-results a").first.click()
     page.wait_for_url(f"**/{slug}#{concept}")
     assert page.locator(f"section#{concept}").is_visible()
@@ -31,11 +31,11 @@ def test_layer_norm_backward_is_found(page, site_url):
     assert any("#" in h for h in hrefs)
 
 
-def test_titles_equation_names_and_symbols_are_indexed(page, site_url):
+def test_titles_equation_names_and_symbols_are_indexed(page, site_url, site_path):
     page.goto(site_url + "index.html")
-    assert any(h.startswith("/block.html") for h in search(page, "Second residual add"))   # an equation's name
-    assert any(h.startswith("/block.html") for h in search(page, "Transformer Block"))     # a title
-    assert any(h.startswith("/block.html") for h in search(page, "dX1_branch"))            # a symbol's code name
+    assert any(h.startswith(site_path + "block.html") for h in search(page, "Second residual add"))   # an equation's name
+    assert any(h.startswith(site_path + "block.html") for h in search(page, "Transformer Block"))     # a title
+    assert any(h.startswith(site_path + "block.html") for h in search(page, "dX1_branch"))            # a symbol's code name
     # keyboard: Down reaches the results, Escape closes them
     page.focus("#search-input")
     page.keyboard.press("ArrowDown")
