@@ -12,9 +12,6 @@ from any folder, and the copy must build from its own mlp/ alone.
 Expected numbers come from the copy's own code, run in the copy (`in_project`): the tests
 type no line number, shape or count.
 
-Until the builder reads `project:` from content/site.yaml (issue 25) the build fails, and so
-does every test that reads the site; the module is marked xfail meanwhile (strict=False: the
-package's own tests pass already).
 """
 import json
 import os
@@ -30,8 +27,6 @@ from tests.conftest import concept_section
 from tests.fixture_project import seed_build_cache
 from tests.second_project import make_second_project
 from tests.test_search import fragments
-
-pytestmark = pytest.mark.xfail(reason="the builder still names the transformer (issue 25)", strict=False)
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD_TIMEOUT = 600
@@ -149,6 +144,9 @@ def test_declared_shapes_are_shown_and_checked(site):
     # a shape only an example's run checks (make_blobs is no probe's), sized by the config's axes
     data = concept_section(page(site, "network"), "mlp-data")
     assert re.search(r'\(C, D\) <span class="checked"[^>]*>✓</span>', data)
+    # the hooks' probe (loss_and_grads) reaches a function that declares no `probe:` of its own
+    loss = concept_section(page(site, "loss"), "softmax-ce-forward")
+    assert '(B, C) <span class="checked" title="checked against a probe run of the code">✓</span>' in loss
 
 
 def checked_copy(project, tmp_path, edits):
