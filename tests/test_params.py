@@ -147,29 +147,3 @@ def test_the_groups_come_from_the_project_block(cfg):
     assert groups["projections"] == cfg.num_layers * 4 * cfg.emb_dim ** 2
     assert groups["tables"] == count_by_group(cfg, PROJECT)["embeddings"]
     assert sum(groups.values()) == total_count(cfg, PROJECT) and "other" in groups
-
-
-PARAMS_PAGE = """---
-title: Mini
-sections:
-  - type: params
-    id: every-parameter
-    title: Every parameter
-    block: ''
-    roles: {{tok_emb: The table}}{extra}
----
-Intro.
-"""
-
-
-@pytest.mark.parametrize("extra, says", [
-    ("", []),            # block '': no prefix, every parameter (a project with block prefixes may want that)
-    ("\n    init: normal", ["unknown key 'init' in params"]),      # keys nothing reads are refused,
-    ("\n    config: small", ["unknown key 'config' in params"]),   # not silently ignored
-])
-def test_a_params_section_takes_an_empty_block_and_no_key_nothing_reads(tmp_path, extra, says):
-    from site_builder.gather.content import load_content
-    from tests.conftest import mini_repo
-    problems = []
-    load_content(mini_repo(tmp_path, "title: t\nnav: [mini]\n", PARAMS_PAGE.format(extra=extra), {}), problems)
-    assert [p.message for p in problems] == says
