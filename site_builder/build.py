@@ -664,6 +664,7 @@ def landing_size(root: Path, site_info) -> dict | None:
     """The landing page's size table: the documented config with its fields and what the
     project says of it, its parameters by group (none without groups: the total alone); None
     without a config or an init_params for it."""
+    from site_builder.run.examples import config_fields
     from site_builder.run.params import count_by_group
     cfg, note = site_info["config"], site_info.get("config_note")
     if cfg is None:
@@ -674,12 +675,6 @@ def landing_size(root: Path, site_info) -> dict | None:
     fields = ", ".join(f"{k}={v}" for k, v in config_fields(cfg).items())
     return dict(config=f"{type(cfg).__name__}({fields})" + (f", {note}." if note else "."),
                 groups=list(groups.items()) if load_project(root).param_groups else [], total=sum(groups.values()))
-
-
-def config_fields(cfg) -> dict:
-    """{field: value} of a config: its to_dict() if it has one, else its dataclass fields."""
-    import dataclasses
-    return cfg.to_dict() if hasattr(cfg, "to_dict") else dataclasses.asdict(cfg)
 
 
 def uncited(f, qualname) -> Problem:

@@ -510,3 +510,28 @@ def test_check_page_of_a_page_that_does_not_load_reports_why_not_no_such_page(tm
     (root / "content" / "pages" / "other.md").write_text(broken)
     failing, _, _ = check_pages(root, ["other"], cache_dir=tmp_path / "cache")
     assert [p.file for p in failing] == ["content/pages/other.md"] and "malformed YAML" in failing[0].message, failing
+
+
+PARAMS_PAGE = """---
+title: Mini
+sections:
+  - type: params
+    id: every-parameter
+    title: Every parameter
+    block: ''
+    roles: {{tok_emb: The table}}{extra}
+---
+Intro.
+"""
+
+
+@pytest.mark.parametrize("extra, says", [
+    ("", []),            # block '': no prefix, every parameter (a project with block prefixes may want that)
+    ("\n    init: normal", ["unknown key 'init' in params"]),      # keys nothing reads are refused,
+    ("\n    config: small", ["unknown key 'config' in params"]),   # not silently ignored
+])
+def test_a_params_section_takes_an_empty_block_and_no_key_nothing_reads(tmp_path, extra, says):
+    from site_builder.gather.content import load_content
+    problems = []
+    load_content(mini_repo(tmp_path, "title: t\nnav: [mini]\n", PARAMS_PAGE.format(extra=extra), {}), problems)
+    assert [p.message for p in problems] == says

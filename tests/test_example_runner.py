@@ -133,3 +133,15 @@ def test_no_example_process_outlives_its_build(tmp_path, how):
     if how != signal.SIGKILL:
         assert build_proc.returncode == 128 + how
         assert len(build_proc.stderr.read().strip().splitlines()) == 1
+
+
+def test_config_label_names_a_plain_dataclass_config():
+    """A config class of another package need not define to_dict: its dataclass fields are read."""
+    from dataclasses import dataclass
+    from site_builder.run.examples import config_label
+
+    @dataclass(frozen=True)
+    class PlainConfig:
+        width: int = 3
+        rate: float = 0.5
+    assert config_label(PlainConfig(width=4)) == "PlainConfig(width=4, rate=0.5)"

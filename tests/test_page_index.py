@@ -147,6 +147,15 @@ BARE_PROJECT = """project:
        axes: {seq_len: T, emb_dim: d, num_heads: h, ff_dim: F, vocab_size: V, num_layers: L, head_dim: dk}}
   probe_sizes: {T: 6, S: 9, h: 5, dk: 8, d: 40, F: 47, V: 13, L: 3, M: 17, n: 11}
 """
+
+
+def bare_site(project=BARE_PROJECT):
+    """test_build_errors' site with `project` for its project block."""
+    from tests.conftest import PROJECT_BLOCK
+    from tests.test_build_errors import SITE
+    return SITE.replace(PROJECT_BLOCK, "") + project
+
+
 BARE_HOOKS = """def documented_config():
     from model.config import ModelConfig
     return ModelConfig(vocab_size=7), ""
@@ -157,9 +166,9 @@ def test_without_the_settings_the_landing_page_leaves_out_what_they_feed(tmp_pat
     """No call_map_root: no map; no param_groups: the total alone; no words: plain ones, naming
     no project; and the examples' heading is the default's."""
     from site_builder.build import build
-    from tests.test_build_errors import EXAMPLE, PAGE, SITE
+    from tests.test_build_errors import EXAMPLE, PAGE
     from tests.conftest import mini_repo
-    root = mini_repo(tmp_path, SITE + BARE_PROJECT, PAGE, {"mini": EXAMPLE})
+    root = mini_repo(tmp_path, bare_site(), PAGE, {"mini": EXAMPLE})
     (root / "content" / "hooks.py").write_text(BARE_HOOKS)
     build(root, root / "site", strict=False, use_cache=False)
     index = (root / "site" / "index.html").read_text()
@@ -176,9 +185,9 @@ def test_a_config_without_defaults_and_no_hook_is_one_problem_line(tmp_path):
     import pytest
     from site_builder.base.problems import BuildFailed
     from site_builder.build import build
-    from tests.test_build_errors import EXAMPLE, PAGE, SITE
+    from tests.test_build_errors import EXAMPLE, PAGE
     from tests.conftest import mini_repo
-    root = mini_repo(tmp_path, SITE + BARE_PROJECT.replace("  hooks: content/hooks.py\n", ""), PAGE, {"mini": EXAMPLE})
+    root = mini_repo(tmp_path, bare_site(BARE_PROJECT.replace("  hooks: content/hooks.py\n", "")), PAGE, {"mini": EXAMPLE})
     with pytest.raises(BuildFailed) as e:
         build(root, root / "site", strict=False, use_cache=False)
     [line] = [str(p) for p in e.value.problems]
@@ -190,9 +199,9 @@ def test_a_hooks_file_that_does_not_import_is_one_problem_line(tmp_path):
     import pytest
     from site_builder.base.problems import BuildFailed
     from site_builder.build import build
-    from tests.test_build_errors import EXAMPLE, PAGE, SITE
+    from tests.test_build_errors import EXAMPLE, PAGE
     from tests.conftest import mini_repo
-    root = mini_repo(tmp_path, SITE + BARE_PROJECT, PAGE, {"mini": EXAMPLE})
+    root = mini_repo(tmp_path, bare_site(), PAGE, {"mini": EXAMPLE})
     text = BARE_HOOKS + "\ndef broken(:\n"
     (root / "content" / "hooks.py").write_text(text)
     with pytest.raises(BuildFailed) as e:

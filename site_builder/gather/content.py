@@ -124,7 +124,7 @@ SCHEMA = {
                 {"notes": "note", "math": "math_item", "symbols": "symbol", "examples": "example",
                  "shapes": "shape", "listings": "listing", "paper": "paper", "diagram": "diagram"}),
     "caches": ({"type", "id", "title", "forward", "backward", "holds"}, {"intro", "after"}, {}),
-    "params": ({"type", "id", "title", "roles"}, {"intro", "after", "init", "config", "block"}, {}),
+    "params": ({"type", "id", "title", "roles"}, {"intro", "after", "block"}, {}),
     "text": ({"type", "id", "title", "body"}, set(), {}),
     "note": (set(), {"general", "measured"}, {}),
     "equation": ({"eq", "name", "tex"}, {"refs", "derived"}, {"refs": "ref"}),
@@ -143,7 +143,7 @@ ROLES = ("computes", "inline", "tests", "derived")
 # The type of every leaf value; anything not listed here is a string.
 LEAF_TYPES = {"derived": bool, "flow": bool, "probe": "probe-map", "names": "str-list", "nav": "str-list",
               "expand": "str-list", "holds": "str-map", "roles": "str-map", "sources": "str-map", "papers": dict,
-              "shape": "scalar",
+              "shape": "scalar", "block": "prefix",
               "section": "scalar", "equation": "scalar", "page": "scalar", "year": "scalar",
               "timeout": "seconds", "choices": dict, "playable": dict, "project": dict}
 CONTAINERS = {"sections", "math", "refs", "symbols", "examples", "shapes", "listings", "notes", "paper", "diagram",
@@ -156,6 +156,7 @@ def check_leaf(obj, key, file, problems):
     line = obj.line_of(key)
     ok = {bool: lambda v: isinstance(v, bool),
           str: lambda v: isinstance(v, str) and v.strip() != "",
+          "prefix": lambda v: isinstance(v, str),       # "": no prefix (a params section's every parameter)
           dict: lambda v: isinstance(v, dict),
           "scalar": lambda v: isinstance(v, (str, int, float)) and not isinstance(v, bool),
           "str-list": lambda v: isinstance(v, list) and all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in v),
@@ -167,7 +168,7 @@ def check_leaf(obj, key, file, problems):
         problems.append(Problem(file, line, f"'{key}' is still TODO", f"write the {key} (new-concept left it for you)",
                                 strict=True))
     if not ok:
-        described = {bool: "true or false", str: "non-empty text", dict: "a mapping", "scalar": "a number or text",
+        described = {bool: "true or false", str: "non-empty text", "prefix": "text", dict: "a mapping", "scalar": "a number or text",
                      "str-list": "a list of names", "str-map": "a mapping of names to text",
                      "seconds": "a number of seconds above 0 and at most 3600",
                      "probe-map": "a mapping of parameter names to shapes ('(T, d)') or numbers"}[want]

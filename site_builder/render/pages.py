@@ -396,6 +396,8 @@ class PageBuilder:
         """The page's prose code references and computed values, into references.json."""
         for qualname, r, file, line in self.r.citations:
             self.cite("prose", r, origin=f"{file}:{line}")
+            if r.file.startswith(self.project.tests + "/"):     # the prose links to its source page
+                self.site.cited_files.add(r.file)
         for v in self.r.values:
             module, _, function = v["example"].partition(":")
             self.site.references.append(dict(

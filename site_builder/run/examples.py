@@ -16,7 +16,7 @@ import inspect
 import sys
 import traceback
 from functools import lru_cache
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -64,8 +64,14 @@ def fmt_plain(a):
     return str(bool(a)) if a.ndim == 0 else "[" + ", ".join(fmt_plain(x) for x in a) + "]"
 
 
+def config_fields(cfg) -> dict:
+    """{field: value} of a config: its to_dict() if it has one, else its dataclass fields."""
+    return cfg.to_dict() if hasattr(cfg, "to_dict") else asdict(cfg)
+
+
 def config_label(cfg):
-    fields = ", ".join(f"{k}={v}" for k, v in cfg.to_dict().items() if k != "dtype")
+    """`Config(field=value, ...)`, as a provenance label names the config an example ran at."""
+    fields = ", ".join(f"{k}={v}" for k, v in config_fields(cfg).items() if k != "dtype")
     return f"{type(cfg).__name__}({fields})"
 
 

@@ -9,8 +9,8 @@ import numpy as np
 
 from mlp.config import MLPConfig
 from mlp.ops import linear_backward, linear_forward, relu_backward, relu_forward
-from site_builder.examples import ExampleResult, gradcheck_table, steps_table
-from site_builder.trace import trace_locals
+from site_builder.run.examples import ExampleResult, gradcheck_table, steps_table
+from site_builder.run.trace import trace_locals
 from tests.gradcheck import numerical_grad
 
 # Hand-picked: a batch of two rows of three features, a hidden layer of four units, and an

@@ -3,8 +3,8 @@ import numpy as np
 
 from mlp.config import MLPConfig
 from mlp.ops import softmax_cross_entropy_backward, softmax_cross_entropy_forward
-from site_builder.examples import ExampleResult, gradcheck_table, steps_table
-from site_builder.trace import trace_locals
+from site_builder.run.examples import ExampleResult, gradcheck_table, steps_table
+from site_builder.run.trace import trace_locals
 from tests.gradcheck import numerical_grad
 
 # Hand-picked: two examples, three classes; the first is scored right, the second wrong.

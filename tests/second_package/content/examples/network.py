@@ -5,8 +5,8 @@ import numpy as np
 from mlp.config import MLPConfig
 from mlp.model import forward, init_params, loss_and_grads
 from mlp.train import make_blobs, train_step
-from site_builder.examples import ExampleResult, gradcheck_table, steps_table, table
-from site_builder.trace import trace_locals
+from site_builder.run.examples import ExampleResult, gradcheck_table, steps_table, table
+from site_builder.run.trace import trace_locals
 from tests.gradcheck import numerical_grad, rel_error
 
 CFG = MLPConfig()
