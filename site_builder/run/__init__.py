@@ -1,6 +1,6 @@
 """Stage 2, run: execute the project's real code for the numbers a page shows.
 
 The shape probes (shapes, example_shapes, shape_recorder), the parameter table (params), the
-examples in worker processes (examples, example_runner), the training runs, and the call map
-of one traced step, all under site_builder.run.trace. It reads what site_builder.gather
-found and writes nothing but cache entries; it renders no HTML."""
+examples in worker processes (examples, example_runner, and blame: the line that raised), the
+training runs, and the call map of one traced step, all under site_builder.run.trace. It
+reads what site_builder.gather found and writes nothing but cache entries; it renders no HTML."""

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from site_builder.base.cache import digest
-from site_builder.run.examples import ExampleResult, dependency_files, load_example, raising_line
+from site_builder.run.blame import raising_line
+from site_builder.run.examples import ExampleResult, dependency_files, load_example
 from site_builder.gather.inputs import InputState, Inputs, Recorder
 from site_builder.gather.playground import split_ref
 from site_builder.base.problems import Problem
