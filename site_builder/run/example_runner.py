@@ -20,13 +20,12 @@ read them wait until they are done (each in a child too), and the trained runs a
 to this process, so every later child inherits them instead of reading them again.
 """
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from site_builder.base.cache import digest
-from site_builder.run.examples import (ExampleResult, _imports, _stamp, dependency_files, load_example,
-                                       raising_line)
+from site_builder.run.blame import raising_line
+from site_builder.run.examples import ExampleResult, _imports, _stamp, dependency_files, load_example
 from site_builder.gather.inputs import InputState, Inputs, Recorder
 from site_builder.gather.project import load_project
 from site_builder.gather.playground import split_ref

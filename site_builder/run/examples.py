@@ -14,7 +14,6 @@ import collections
 import importlib.util
 import inspect
 import sys
-import traceback
 from functools import lru_cache
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -22,8 +21,6 @@ from pathlib import Path
 import numpy as np
 
 from site_builder.base.cache import digest
-from site_builder.base.problems import Problem
-from site_builder.gather.project import load_project, project_folders
 from site_builder.run.qualnames import resolve_qualname
 
 DECIMALS = 4
@@ -282,35 +279,13 @@ def load_example(root: Path, ref: str):
     return getattr(module, func_name)
 
 
-def raising_line(exc, root: Path):
-    """file:line of the deepest frame in the documented package (else in the repository) that raised."""
-    bases = [root.resolve(), Path(__file__).resolve().parents[2]]
-
-    def relative(filename):
-        path = Path(filename).resolve()
-        for base in bases:
-            if path.is_relative_to(base):
-                return path.relative_to(base).as_posix()
-        return None
-
-    frames = [(relative(f.filename), f.lineno) for f in traceback.extract_tb(exc.__traceback__)]
-    inside = [(rel, n) for rel, n in frames if rel]
-    folders = project_folders(root)          # the package first; none if the block cannot be read
-    package = [(rel, n) for rel, n in inside if folders and rel.startswith(folders[0] + "/")]
-    rel, n = (package or inside or [(frames[-1][0] or "?", frames[-1][1])])[-1]
-    return f"{rel}:{n}"
-
-
-def repo_packages(root: Path) -> tuple:
-    """The repository's folders whose modules an example's imports are followed into: the
-    project's package and tests (the project block) and the builder."""
-    return load_project(root).code_folders + ("site_builder",)
-
-
 @lru_cache(maxsize=4096)
 def module_file(root: Path, dotted: str):
-    """'pkg.ops' -> root/pkg/ops.py (or a package's __init__.py), if it is in the repository."""
-    if dotted.split(".")[0] not in repo_packages(root):
+    """'pkg.ops' -> root/pkg/ops.py (or a package's __init__.py), if it is in one of the
+    repository's packages: a folder at its root holding an __init__.py (the documented package,
+    its tests, the builder). Found on disk, not in the project block: this module is imported by
+    every example, so what it imports is an input of every example's result."""
+    if not (root / dotted.split(".")[0] / "__init__.py").is_file():
         return None
     base = root.joinpath(*dotted.split("."))
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
