@@ -12,7 +12,8 @@ import pytest
 from site_builder.gather.content import Located
 from site_builder.serve.play import Playground, refusal
 from site_builder.gather.playground import (InvalidInput, call_ref, check_declaration, checked_arguments, combinations,
-                                     split_ref, text_rules, validate)
+                                     split_ref, validate)
+from site_builder.run.text_rules import text_rules
 from tests.conftest import ROOT
 
 RULES = text_rules(ROOT)       # the documented config's fields, the hooks' vocabularies

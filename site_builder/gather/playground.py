@@ -28,7 +28,6 @@ The names a text declares are checked in two passes: their form when the content
 `serve` takes a value (`TextRules`, from the project block and its hooks).
 """
 import ast
-import dataclasses
 import functools
 import itertools
 import math
@@ -57,19 +56,6 @@ class TextRules:
     config: str = ""
     lengths: dict = field(default_factory=dict)
     vocabularies: dict = field(default_factory=dict)
-
-
-def text_rules(root: Path) -> TextRules:
-    """The rules of the project at root (its first config class, its hook text_vocabularies)."""
-    from site_builder.gather.project import call_hook, load_project, resolve
-    project = load_project(root)
-    lengths, config = {}, ""
-    if project.config:
-        cls = resolve(project.config.class_name)
-        config = cls.__name__
-        lengths = {f.name: f.default for f in dataclasses.fields(cls)
-                   if isinstance(f.default, int) and not isinstance(f.default, bool)}
-    return TextRules(config, lengths, dict(call_hook(root, project, "text_vocabularies") or {}))
 
 
 # ------------------------------------------------------------------ refs with arguments

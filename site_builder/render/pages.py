@@ -825,7 +825,8 @@ class PageBuilder:
 
     def examples(self, page, c):
         from site_builder.gather.playground import (call_ref, check_declaration, combinations, combo_key, controls,
-                                                    parameters_missing, text_rules)
+                                                    parameters_missing)
+        from site_builder.run.text_rules import text_rules
         out = []
         self._recordings = []            # (ref, ExampleResult): their recorded shapes check the symbols
         rules = text_rules(self.root) if any(e.get("playable") for e in c.get("examples") or []) else None

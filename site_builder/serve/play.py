@@ -247,7 +247,8 @@ class Playground:
 
     def declaration(self, slug, example_id):
         from site_builder.gather.content import concepts, load_page
-        from site_builder.gather.playground import InvalidInput, check_declaration, text_rules
+        from site_builder.gather.playground import InvalidInput, check_declaration
+        from site_builder.run.text_rules import text_rules
         if not isinstance(slug, str) or not SLUG.match(slug):
             raise InvalidInput("'page' must be a page's name, like 'layers'")
         if not isinstance(example_id, str) or not EXAMPLE_ID.match(example_id):
@@ -279,7 +280,8 @@ class Playground:
         raise InvalidInput(f"there is no example '{example_id}' on page '{slug}'")
 
     def handle(self, request) -> dict:
-        from site_builder.gather.playground import InvalidInput, call_ref, checked_arguments, text_rules
+        from site_builder.gather.playground import InvalidInput, call_ref, checked_arguments
+        from site_builder.run.text_rules import text_rules
         try:
             if not isinstance(request, dict) or set(request) - {"page", "example", "args"}:
                 raise InvalidInput("the request must be {page, example, args}")
