@@ -108,7 +108,8 @@ def mini_repo(tmp_path, site, page, examples, copy=("",)):
     shutil.copy(ROOT / "build_site.py", root / "build_site.py")
     (root / "content" / "pages").mkdir(parents=True)
     (root / "content" / "examples").mkdir()
-    (root / "content" / "site.yaml").write_text(site if "\nproject:" in "\n" + site else site.rstrip("\n") + "\n" + PROJECT_BLOCK)
+    has_block = "\nproject:" in "\n" + site
+    (root / "content" / "site.yaml").write_text(site if has_block else site.rstrip("\n") + "\n" + PROJECT_BLOCK)
     (root / "content" / "hooks.py").symlink_to(ROOT / "content" / "hooks.py")
     (root / "content" / "pages" / "mini.md").write_text(page)
     for name, text in examples.items():

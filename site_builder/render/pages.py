@@ -165,6 +165,10 @@ class PageBuilder:
         self._outside_reported = set()       # (page file, qualname) already reported as outside the index
 
     # -- helpers --------------------------------------------------------------------------
+    def short_file(self, file):
+        """A file as a page names it: without the documented package's folder."""
+        return short_file(file, self.project.package)
+
     def resolve(self, qualname, snippet, file, line):
         try:
             r = resolve_snippet(self.index, qualname, snippet) if snippet else resolve_function(self.index, qualname)
@@ -464,7 +468,7 @@ class PageBuilder:
             examples=examples, examples_heading=examples_heading(examples),
             shapes=self.shape_blocks(page, c),
             listing=self.r.listing(main.file, main.start, main.end, cited) if main else [],
-            listing_info=dict(file=main.file, short=short_file(main.file, self.project.package), href=source_url(main.file) + f"#{line_anchor(main.start, main.end)}",
+            listing_info=dict(file=main.file, short=self.short_file(main.file), href=source_url(main.file) + f"#{line_anchor(main.start, main.end)}",
                               github=self.github(main.file, main.start, main.end), start=main.start, end=main.end) if main else None,
             listings=self.extra_listings(page, c),
             connection=rows,
@@ -888,7 +892,7 @@ class PageBuilder:
                             sized_at="At the example's config" if sizes is not None else "At the default config",
                             names_from=names_apart(sizes["config"], s["config"]) if sizes is not None else "",
                             legend=legend_text([r.pop("info") for r in rows]),
-                            at=dict(label=f"{short_file(at.file, self.project.package)}:{at.start}", href=source_url(at.file) + f"#L{at.start}") if at else None))
+                            at=dict(label=f"{self.short_file(at.file)}:{at.start}", href=source_url(at.file) + f"#L{at.start}") if at else None))
         return out
 
     def example_sizes(self, page, s):
@@ -932,7 +936,7 @@ class PageBuilder:
             r = self.resolve(item["function"], item.get("snippet"), page.file, item.line)
             if r:
                 self.cite("listing", r, c["id"])
-                out.append(dict(caption=self.md(item, "caption"), file=r.file, short=short_file(r.file, self.project.package),
+                out.append(dict(caption=self.md(item, "caption"), file=r.file, short=self.short_file(r.file),
                                 function=item["function"].split(".")[-1],
                                 href=source_url(r.file) + f"#{line_anchor(r.start, r.end)}",
                                 github=self.github(r.file, r.start, r.end),
@@ -973,7 +977,7 @@ class PageBuilder:
                                               function=None, file=f, start=None, end=None, code=None,
                                               tests=fn, through=list(via), count=n))
         return dict(via=[self.fn_link(q) for q in via], tests=len(test_files),
-                    files=[dict(label=short_file(f, self.project.package), href=source_url(f), count=n) for f, n in counts.items()])
+                    files=[dict(label=self.short_file(f), href=source_url(f), count=n) for f, n in counts.items()])
 
     def flow(self, fn):
         try:
@@ -985,13 +989,13 @@ class PageBuilder:
             f = self.index.function(fn)
             step = dict(line=st.line, end=st.end_line, text=st.text, kind=st.kind, grads=list(st.grads),
                         href=source_url(f.file) + f"#{line_anchor(st.line, st.end_line)}",
-                        label=f"{short_file(f.file, self.project.package)}:{st.line}", callee=None, callee_lines=None,
+                        label=f"{self.short_file(f.file)}:{st.line}", callee=None, callee_lines=None,
                         grad_lines=list(st.grad_lines), function=fn, callee_listing=None)
             if st.callee:
                 step["callee"] = self.fn_link(st.callee)
                 try:
                     g = self.index.function(st.callee)
-                    step["callee_lines"] = f"{short_file(g.file, self.project.package)}:{g.start}-{g.end}"
+                    step["callee_lines"] = f"{self.short_file(g.file)}:{g.start}-{g.end}"
                     step["callee_listing"] = self.r.listing(g.file, g.start, g.end)
                 except KeyError:
                     pass
@@ -1090,10 +1094,10 @@ class PageBuilder:
                 self.cite_function("caches", bwd, s["id"], read.line, cache=key, action="reads")
             rows.append(dict(
                 key=key, held=items,
-                built=dict(label=f"{short_file(pf.file, self.project.package)}:{pb.line}", href=source_url(pf.file) + f"#L{pb.line}") if pb else None,
+                built=dict(label=f"{self.short_file(pf.file)}:{pb.line}", href=source_url(pf.file) + f"#L{pb.line}") if pb else None,
                 producer=self.fn_link(producer_fn) if producer_fn else None,
                 reader=self.fn_link(read.passed_to) if read and read.passed_to else None,
-                read_at=dict(label=f"{short_file(self.index.function(bwd).file, self.project.package)}:{read.line}",
+                read_at=dict(label=f"{self.short_file(self.index.function(bwd).file)}:{read.line}",
                              href=source_url(self.index.function(bwd).file) + f"#L{read.line}") if read else None))
         # In the order the backward pass reads them: the order a reader follows the gradient in.
         rows.sort(key=lambda row: (reads[row["key"]].line if row["key"] in reads else float("inf")))
@@ -1128,7 +1132,7 @@ class PageBuilder:
                 self.problems.append(Problem(page.file, s.line_of("roles"), f"no role for parameter '{row.pattern}'",
                                              f"add '{short}: ...' under roles"))
             rows.append(dict(row=row, role=self.r.md(roles.get(short, ""), page.file, s.line_of("roles"), inline=True),
-                             href=source_url(row.file) + f"#L{row.line}", at=f"{short_file(row.file, self.project.package)}:{row.line}"))
+                             href=source_url(row.file) + f"#L{row.line}", at=f"{self.short_file(row.file)}:{row.line}"))
         for short in roles:
             if not any(r["row"].pattern == prefix + short for r in rows):
                 self.problems.append(Problem(page.file, s.line_of("roles"), f"'{short}' is not a parameter of one block",
