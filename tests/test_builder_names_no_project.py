@@ -119,7 +119,8 @@ def project_names(project: Project) -> list:
     names.append((f"{pkg} (the package)", rf"(?<![\w-]){re.escape(pkg)}(?:\.(?=[A-Za-z_])|/)|{quoted(pkg)}"
                                           rf"|\b(?:from|import)\s+{re.escape(pkg)}\b"))
     tests = re.escape(project.tests)
-    names.append((f"{project.tests} (the tests folder)", rf"""["']{tests}(?:/|\.[A-Za-z_])|\[0\]\s*[!=]=\s*{quoted(project.tests)}"""))
+    names.append((f"{project.tests} (the tests folder)",
+                  rf"""["']{tests}(?:/|\.[A-Za-z_])|\[0\]\s*[!=]=\s*{quoted(project.tests)}"""))
     for folder in project.inputs:
         names.append((f"{folder}/ (an input folder)", rf"(?<![\w-]){re.escape(folder)}/|{quoted(folder)}"))
         for path in sorted((ROOT / folder).rglob("*")):

@@ -91,3 +91,19 @@ def test_new_concept_refuses_a_function_outside_the_package_naming_the_setting(p
     with pytest.raises(ScaffoldError, match=r"model.stray.not_documented is not a function of lib/ "
                                             r"\(project.package, content/site.yaml:6\)"):
         new_concept(project, "model.stray.not_documented", "intro")
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_a_package_that_is_not_there_is_one_problem_naming_the_setting(project, use_cache):
+    """Before anything is read (the stamp's folders, the index, the highlighting), not an
+    internal error, nor the index's 'fix the syntax error'."""
+    from site_builder.base.problems import BuildFailed
+    from site_builder.build import build, check_pages
+    (project / "content" / "site.yaml").write_text(SITE.replace("package: lib", "package: nothere"))
+    with pytest.raises(BuildFailed) as e:
+        build(project, project / "site", use_cache=use_cache, cache_dir=project / ".cache")
+    assert [str(p) for p in e.value.problems] == [
+        "content/site.yaml:6: project.package names nothere/, which is not a package folder at the project root "
+        "(no such folder) (set `package:` to the folder of the package to document)"]
+    failing, _, _ = check_pages(project, ["intro"], cache_dir=project / ".cache", jobs=1)
+    assert [p.line for p in failing] == [6] and "project.package" in failing[0].message

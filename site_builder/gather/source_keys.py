@@ -22,7 +22,8 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from site_builder.gather.source_records import CacheAssign, CacheBuild, CacheRead, CallSite, FlowStep, FunctionState, GradWrite
+from site_builder.gather.source_records import (CacheAssign, CacheBuild, CacheRead, CallSite, FlowStep, FunctionState,
+                                                GradWrite)
 from site_builder.gather.source_syntax import (CACHE_NAME, DEFS, body_without_docstring, dotted_parts, is_static,
                                                parameter_names, segment, simple_statements, stmt_targets, stmt_value,
                                                walk_scope, walk_stmt)

@@ -21,7 +21,8 @@ What gets indexed (the templates decide, with Pagefind's data attributes):
   When the query looks like a function name, the search box lists the results holding that
   meta first, linked to the concept itself. Ranking alone would not promise it: Pagefind
   favours short pages, so a test file that calls a function ten times outscored the long page
-  documenting it, and a page that calls it and cites it often can come close. Hence also the weights: 10 on the function name, 0.3 on source listings.
+  documenting it, and a page that calls it and cites it often can come close. Hence also the
+  weights: 10 on the function name, 0.3 on source listings.
 - No `data-pagefind-filter`: Pagefind writes its filter files in hash-map order, which changes
   from run to run, and that would break the byte-identical builds. Without filters two runs
   give identical bundles.
