@@ -9,10 +9,11 @@ With more than one job, the pages to gather are shared out by the size of their 
 share gathered here and each other in a forked child (site_builder/base/parallel.py); the
 children send back their parts and what they added to the memos, and the parts are merged
 in navigation order, so the site is the same bytes with one job or several. Not when a shape
-probe failed: that is reported once per build, and each process would report it.
+probe failed or a declared probe could not run: that is reported once per build, and each
+process would report it.
 
-A mixin of PageBuilder (builder.py): it reads the builder's content, cache, shapes, problems
-and renderer, and calls its build_page, merge and call_map.
+A mixin of PageBuilder (builder.py): it reads the builder's content, cache, shapes, probe
+failures, problems and renderer, and calls its build_page, merge and call_map.
 """
 from site_builder.base.parallel import share_out
 from site_builder.base.problems import Problem

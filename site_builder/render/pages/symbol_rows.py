@@ -10,7 +10,8 @@ problem that says how to give it a run.
 
 A mixin of PageBuilder (builder.py): it reads the builder's index, shapes, root, project,
 renderer and problems, the recordings example_sections.py leaves in `_recordings`, and calls
-the shape_blocks.py part's failed_probe, callees and probe_fix.
+the shape_blocks.py part's failed_probe, declared_probe_failed, probe_problem, callees and
+probe_fix.
 """
 import re
 
