@@ -114,7 +114,7 @@ def check_pages_command(args):
     """check --page: one page's problems, in seconds, without building the site."""
     import time
     t0 = time.perf_counter()
-    from site_builder.build import UnknownPages, check_pages
+    from site_builder.build.page_check import UnknownPages, check_pages
     from site_builder.publish.write import cannot_write
     slugs = list(dict.fromkeys(args.page))
     try:

@@ -87,7 +87,7 @@ CODE_CACHE_KINDS = ("examples", "example-inputs", "training", "shapes")
 EXAMPLES_SCRIPT = """
 import json, os, resource, sys, time
 from pathlib import Path
-from site_builder.build import example_requests, training_step
+from site_builder.build.example_plan import example_requests, training_step
 from site_builder.base.cache import BuildCache
 from site_builder.gather.content import load_content
 from site_builder.run.example_runner import ExampleStore, run_examples

@@ -9,7 +9,7 @@ hooks it knows, and when it calls each, are listed in content/README.md.
 
 # ---------------------------------------------------------------------------------------------
 # The landing page, the training runs, the call map and the playground's vocabulary
-# (the builder's site_builder/build.py, run/training_run.py, run/call_map.py, gather/playground.py)
+# (the builder's build/render_step.py, run/training_run.py, run/call_map.py, gather/playground.py)
 
 import ast
 import re

@@ -5,7 +5,7 @@
   run       run the real code: shape probes, parameter tables, examples, training runs, call map
   render    each page's view model, TeX to MathML, figures, one Jinja2 environment, link check
   publish   write the site atomically, the vendored assets and math font, the search bundle
-  build     (a module) the orchestration: gather everything, run, render, check, then publish
+  build     the orchestration, one module a step: gather everything, run, render, check, then publish
   scaffold  (a module) `new-concept`: a draft concept for a function, from gather and run
   serve     the local server: rebuild on change, the playground's /__play
 """

@@ -108,7 +108,7 @@ def _shapes_for(root: Path, qualname: str, params: list, index) -> tuple[dict, d
     points if one reaches the function, else from a declared probe of two-axis inputs in the
     documented config's first letters ((T, d)) when every input is an array; else none (the
     example stub's run will check the shapes)."""
-    from site_builder.build import cached_shapes, default_config
+    from site_builder.build.gather_step import cached_shapes, default_config
     from site_builder.base.cache import BuildCache
     from site_builder.gather.project import load_project
     from site_builder.run.declared_probes import infer_declared
@@ -140,7 +140,7 @@ def _symbol_rows(names, shapes) -> list:
     """One row per argument and local. A local named like an axis letter of the shapes (`T`
     of `(T, d)`: `T = X.shape[0]`) is not an array: its row is a scalar whose meaning asks
     the author to tie it to that axis, since the page then uses one letter for both."""
-    from site_builder.render.pages import tex_name
+    from site_builder.render.pages.symbol_rows import tex_name
     from site_builder.gather.shape_syntax import parse_shape
     axes = {axis for shape in shapes.values() for axis in parse_shape(shape)}
     rows = []

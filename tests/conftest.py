@@ -155,7 +155,7 @@ def assert_anchored_sections(html, concepts, with_shapes):
     for cid in with_shapes:
         assert f'id="{cid}--shapes"' in html
     for heading in ("What is it?", "Mathematics", "Actual implementation",   # the example heading
-                    "Code and math connection", "Where is it used?"):              # varies: pages.py examples_heading
+                    "Code and math connection", "Where is it used?"):    # varies: pages/example_sections.py examples_heading
         assert html.count(heading) >= len(concepts), heading
     assert html.count("Tensor shapes") >= len(with_shapes)
 

@@ -6,8 +6,8 @@ import pytest
 
 from site_builder.gather.content import tex_traps
 from site_builder.render.mathrender import render_tex, space_operators
-from site_builder.render.pages import spoken_list, tex_name
-from site_builder.render.html import cite_authors
+from site_builder.render.pages.symbol_rows import tex_name
+from site_builder.render.html import cite_authors, spoken_list
 from site_builder.gather.resolve import ResolveError, resolve_snippet
 from site_builder.gather.source_index import build_index
 from site_builder.render.symbols import wrap_symbols
@@ -134,7 +134,7 @@ Intro.
 
 
 def test_a_declared_probe_gives_shapes_and_defaults_fill_function_and_code(tmp_path):
-    from site_builder.build import check_pages
+    from site_builder.build.page_check import check_pages
     root = mini_repo(tmp_path, SITE, PAGE, {})
     failing, warnings, _ = check_pages(root, ["mini"], cache_dir=tmp_path / "cache", jobs=1)
     mine = [str(p) for p in failing + warnings if p.file == "content/pages/mini.md"]
@@ -150,7 +150,7 @@ def test_a_declared_probe_gives_shapes_and_defaults_fill_function_and_code(tmp_p
 
 
 def test_a_shape_nothing_checks_names_the_fix(tmp_path):
-    from site_builder.build import check_pages
+    from site_builder.build.page_check import check_pages
     page = PAGE.replace("    probe: {ids: '(V,)', val_fraction: 0.25}\n", "")
     root = mini_repo(tmp_path, SITE, page, {})
     failing, warnings, _ = check_pages(root, ["mini"], cache_dir=tmp_path / "cache", jobs=1)
@@ -238,7 +238,7 @@ def split():
 
 
 def test_the_examples_run_checks_a_declared_shape_no_probe_reaches(tmp_path):
-    from site_builder.build import check_pages
+    from site_builder.build.page_check import check_pages
     root = mini_repo(tmp_path, SITE, TRACED_PAGE, {"mini": TRACED_EXAMPLE})
     failing, warnings, _ = check_pages(root, ["mini"], cache_dir=tmp_path / "cache", jobs=1)
     shown = [str(p) for p in failing + warnings if p.file == "content/pages/mini.md"]
@@ -308,7 +308,7 @@ def test_a_declared_shape_only_an_example_reaches_is_checked_axis_by_axis(tmp_pa
     """get_batch is reached by no probe, only by the example: B and T come from the concept's
     scalar rows (batch_size, seq_len: 4 and 7 in the example's run), and each declared shape
     is compared with what the function held, axis by axis."""
-    from site_builder.build import check_pages
+    from site_builder.build.page_check import check_pages
     root = mini_repo(tmp_path, SITE, BATCH_PAGE, {"mini": BATCH_EXAMPLE})
     page = root / "content" / "pages" / "mini.md"
 
@@ -390,7 +390,7 @@ def test_symbol_codes_are_read_from_the_recorded_shapes():
 def test_check_page_knows_the_sources_quotations_name():
     """`check --page` of a page that quotes the paper and the derivation passes as the full
     check does (a hostile test found it reporting every quotation's source as unknown)."""
-    from site_builder.build import check_pages
+    from site_builder.build.page_check import check_pages
     from tests.conftest import ROOT
     failing, warnings, _ = check_pages(ROOT, ["positions", "seq2seq-step"], cache_dir=ROOT / ".build_cache", jobs=2)
     assert not failing and not warnings, [str(p) for p in failing + warnings]
@@ -472,7 +472,7 @@ LINKED_BODY = ("Intro.\n\n[gone](nope.html), [here](#mini-nowhere), [a section](
 
 def test_check_pages_checks_the_links_of_its_page(tmp_path):
     """`check --page` said "no problem" about a page with broken links: they were never checked."""
-    from site_builder.build import check_pages
+    from site_builder.build.page_check import check_pages
     root = mini_repo(tmp_path, SITE, PAGE.replace("Intro.\n", LINKED_BODY), {})
     failing, _, counts = check_pages(root, ["mini"], cache_dir=tmp_path / "cache", jobs=1)
     broken = [p for p in failing if "broken link" in p.message]
@@ -503,7 +503,7 @@ def test_check_page_names_an_unknown_page_on_the_command_line_and_lists_a_page_o
 def test_check_page_of_a_page_that_does_not_load_reports_why_not_no_such_page(tmp_path):
     # other.md has a YAML error, so it is not among the loaded pages: that is the problem to
     # report, at its line, not "--page other: no such page"
-    from site_builder.build import check_pages
+    from site_builder.build.page_check import check_pages
     root = mini_repo(tmp_path, SITE.replace("nav: [mini]", "nav: [mini, other]"), PAGE, {})
     broken = PAGE.replace("title: Mini", "title: Other", 1).replace("id: mini-", "id: other-").replace(
         "    what: w", "    what: [w", 1)

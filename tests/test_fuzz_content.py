@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
 from site_builder.gather.content import load_content
-from site_builder.render.pages import PageBuilder
+from site_builder.render.pages.builder import PageBuilder
 from site_builder.render.html import Renderer
 from tests.conftest import ROOT
 
@@ -53,7 +53,7 @@ class Shared(dict):
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory):
     """A content copy to mutate, and what every page build shares (index, shapes)."""
-    from site_builder.build import default_config
+    from site_builder.build.gather_step import default_config
     from site_builder.gather.project import load_project
     from site_builder.run.shapes import infer_shapes
     from site_builder.gather.source_index import build_index

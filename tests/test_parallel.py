@@ -10,7 +10,7 @@ import time
 import pytest
 
 from site_builder.base import parallel, worker
-from site_builder.render.pages import share_out
+from site_builder.base.parallel import share_out
 
 
 def test_outcomes_come_back_in_call_order_and_a_failed_child_is_an_outcome():
@@ -93,7 +93,7 @@ def _render(value, stop_in_child_of=None):
 
 def test_a_stopped_child_is_killed_soon_and_its_share_done_here_with_the_same_output():
     from types import SimpleNamespace
-    from site_builder.build import render_shares
+    from site_builder.build.render_step import render_shares
     renderer, pages = SimpleNamespace(code_memo={}), [(f"page{i}.txt", f"bytes {i}".encode(), 1 + i % 2) for i in range(6)]
     normal = render_shares({p: (_render(v), None, cost) for p, v, cost in pages}, renderer, None, background=True)
     todo = {p: (_render(v, stop_in_child_of=os.getpid()), None, cost) for p, v, cost in pages}

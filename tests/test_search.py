@@ -76,13 +76,13 @@ def test_a_missing_binary_is_reported(monkeypatch, tmp_path):
     with pytest.raises(search.SearchUnavailable):
         search.index_site(tmp_path)
     problems = []
-    from site_builder.build import search_index
+    from site_builder.build.write_step import search_index
     search_index(tmp_path, problems)
     assert problems and problems[0].warning
 
 
 def test_a_failing_binary_fails_the_build(monkeypatch, tmp_path):
-    from site_builder.build import search_index
+    from site_builder.build.write_step import search_index
     from site_builder.base.problems import BuildFailed
     monkeypatch.setattr(search, "pagefind_executable", lambda: shutil.which("false"))
     with pytest.raises(BuildFailed):
@@ -92,7 +92,7 @@ def test_a_failing_binary_fails_the_build(monkeypatch, tmp_path):
 def test_a_deferred_index_goes_live_with_the_old_bundle_then_catches_up(built_site, tmp_path):
     """serve's rebuild: the new pages go out with the previous bundle; finish() indexes them."""
     pytest.importorskip("pagefind_bin")
-    from site_builder.build import carry_search_bundle, refresh_search
+    from site_builder.build.write_step import carry_search_bundle, refresh_search
     out = tmp_path / "site"
     shutil.copytree(built_site, out)
     before = tree(out / "pagefind")
@@ -134,7 +134,7 @@ def test_a_stopped_pagefind_is_killed_and_run_again(built_site, tmp_path, monkey
 
 def test_a_pagefind_stopped_twice_fails_the_build_in_one_honest_line(built_site, tmp_path, monkeypatch):
     pytest.importorskip("pagefind_bin")
-    from site_builder.build import search_index
+    from site_builder.build.write_step import search_index
     from site_builder.base.problems import BuildFailed
     monkeypatch.setattr(search, "pagefind_executable", lambda script=_pagefind_that_stops(tmp_path, 2): script)
     folder = tmp_path / ".site.tmp-123"
@@ -149,7 +149,7 @@ def test_a_pagefind_stopped_twice_fails_the_build_in_one_honest_line(built_site,
 
 
 def test_a_slow_pagefind_names_no_temporary_folder(tmp_path, monkeypatch):
-    from site_builder.build import search_index
+    from site_builder.build.write_step import search_index
     from site_builder.base.problems import BuildFailed
     slow = tmp_path / "pagefind"
     slow.write_text("#!/bin/sh\nexec sleep 30\n")

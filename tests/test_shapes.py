@@ -158,7 +158,7 @@ def test_a_shapes_block_at_an_example_config_says_which_switches_differ_from_the
     """The probes run at the default config; an example's config with a switch flipped (an
     untied output layer) may name its arrays otherwise, and the block's line says so."""
     from model.config import Seq2SeqConfig
-    from site_builder.render.pages import names_apart
+    from site_builder.render.pages.shape_blocks import names_apart
     untied = Seq2SeqConfig(src_vocab_size=5, tgt_vocab_size=4, d_model=4, num_heads=2, tie_output=False)
     assert shapes.switches_apart(untied) == [("tie_output", True, False)]
     assert shapes.switches_apart(Seq2SeqConfig(src_vocab_size=5, tgt_vocab_size=4, d_model=4, num_heads=2)) == []

@@ -110,12 +110,12 @@ def test_a_write_the_environment_refuses_is_one_line_and_keeps_the_last_site(bui
 def test_check_page_with_a_full_cache_disk_is_one_line(tmp_path, monkeypatch, capsys):
     import argparse
     import build_site
-    import site_builder.build
+    import site_builder.build.page_check
     cache = tmp_path / "cache"
 
     def full(*args):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(cache / "examples" / "ab.pickle"))
-    monkeypatch.setattr(site_builder.build, "check_pages", full)
+    monkeypatch.setattr(site_builder.build.page_check, "check_pages", full)
     args = argparse.Namespace(page=["attention"], cache_dir=cache, jobs=1, out=tmp_path / "site")
     assert build_site.check_pages_command(args) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from site_builder.gather.content import concepts, load_content  # noqa: E402
-from site_builder.render.pages import split_top_level, tex_name  # noqa: E402
+from site_builder.render.pages.symbol_rows import split_top_level, tex_name  # noqa: E402
 from site_builder.gather.resolve import ResolveError, resolve_snippet  # noqa: E402
 from site_builder.gather.source_index import build_index  # noqa: E402
 

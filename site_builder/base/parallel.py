@@ -7,7 +7,8 @@ the pages while this process gathers the other half, the font subset while the l
 checked and the site is written. `start` forks the children at once (with worker.py's
 children: silenced, killed when the builder dies, Ctrl-C left to the builder) and `wait`
 collects their outcomes, in the order of the calls, so what is merged does not depend on
-which child finished first.
+which child finished first; `share_out` cuts the work into shares of about equal cost, one
+per process.
 
 Trade-offs. A child's result comes back pickled, so only work whose result is small next
 to its cost is worth a child (a page's view model: ~1 % of its time to pickle). Anything a
@@ -159,3 +160,14 @@ def collector_paused():
     finally:
         _PAUSED[0] = False
         gc.enable()
+
+
+def share_out(items, cost, n):
+    """items in n shares of about equal cost (longest first, each to the lightest share),
+    each share in the items' order; the same items always give the same shares."""
+    shares, totals = [[] for _ in range(n)], [0] * n
+    for item in sorted(items, key=lambda x: (-cost(x), items.index(x))):
+        lightest = totals.index(min(totals))
+        shares[lightest].append(item)
+        totals[lightest] += cost(item)
+    return [sorted(share, key=items.index) for share in shares if share]

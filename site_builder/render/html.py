@@ -40,7 +40,7 @@ _ENVIRONMENTS = {}
 # Highlighted files (digest of a file's text -> its HTML lines), for the whole process like
 # mathrender.MEMO: highlighting depends on the text and Pygments only, so builds in one process
 # share it (the test session's many small builds highlight the same package and tests files).
-# A build with a cache loads its stored table into it and saves it back (build.Memos).
+# A build with a cache loads its stored table into it and saves it back (build/memos.py).
 CODE_MEMO: dict = {}
 
 
@@ -94,6 +94,12 @@ def cite_authors(authors):
     if any(n in ("...", "et al.", "et al", "others") for n in names) or len(names) > 2:
         return f"{names[0]} et al."
     return " and ".join(names)
+
+
+def spoken_list(items):
+    """[12] -> '12'; [12, 19] -> '12 and 19'; [1, 2, 3] -> '1, 2 and 3'."""
+    items = [str(x) for x in items]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 class Renderer:

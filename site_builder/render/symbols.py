@@ -19,7 +19,7 @@ decision about *where* a symbol is gets made here, at build time:
   (`X1 + ff`, `c["positive"]`, `.sum(axis=0)`) match the listing lines that contain them.
   Text that is not Python ("not named in the code", `*`) links to no code.
 - Checking the code column. `code_misses` says which names, attributes, keys and operators
-  of a row's `code` the code does not spell (site_builder.render.pages reports them at the row, a
+  of a row's `code` the code does not spell (site_builder/render/pages/symbol_rows.py reports them at the row, a
   `check` problem): a row can be linked only to what is there, and a name that went stale
   when the code changed (`.sum(axis=0)` after the code moved to `column_sums`) must fail.
 
@@ -294,8 +294,9 @@ _OPERATORS = {"+": "Add", "-": "Sub", "*": "Mult", "/": "Div", "//": "FloorDiv",
 def code_misses(code: str, scopes, class_attrs=frozenset()) -> list:
     """What the `code` column spells that the code does not: [(part, word)], `word` as the
     part spells it (`max` of `S.max(...)`, `'wq'`, `*`). `scopes` are the source_records.CodeWords
-    of the concept's function first, then of the other code the concept shows (site_builder.render.pages
-    says which); each comma-separated part must be spelled by one of them as a whole, so
+    of the concept's function first, then of the other code the concept shows
+    (site_builder/render/pages/symbol_rows.py code_scopes says which); each comma-separated
+    part must be spelled by one of them as a whole, so
     `S.max(...)` is not found by a function with `S` and a callee with `.max`. String keys are
     the exception: a cache is built in one function and read in another, so a key may come
     from any of them.

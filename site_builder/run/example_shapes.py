@@ -37,7 +37,7 @@ Trade-offs, and why:
   `d["key"]`, `params[p + "bk"]` (with a recorded string `p`), `X[t]` (one axis less),
   `len(x)`, `x.shape[-1]`, `cfg.field`, `a @ b`, `NAME (inside FUNC)`, and `a, b` for
   several. A call of anything else (`causal_mask(T)`) is not redone: such a row is words.
-* **The probe first** (site_builder/render/pages.py): where a probe reaches the function, its shapes
+* **The probe first** (site_builder/render/pages/symbol_rows.py): where a probe reaches the function, its shapes
   (at sizes where every letter differs) decide an expression too; the examples decide the
   rest. A declared shape of the function's own names that neither checks is a `check`
   problem; a row about a callee's or caller's arrays gets its ✓ when one of them agrees.

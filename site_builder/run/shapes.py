@@ -104,7 +104,7 @@ class ShapeTable(dict):
     probes' names in the order they ran (the first one's shapes of a function win);
     ``probe_sizes``: each letter's size in the probe runs. A probe that raises does not stop the
     others, nor the build: the pages that need its shapes report it with their own file and
-    line (site_builder/render/pages.py)."""
+    line (site_builder/render/pages/shape_blocks.py)."""
 
     def __init__(self, *args, failures=(), order=(), probe_sizes=None, **kwargs):
         super().__init__(*args, **kwargs)

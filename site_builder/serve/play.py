@@ -313,7 +313,7 @@ class Playground:
         return dict(html=self.render(example_id, rest[0]), seconds=round(outcome.seconds, 3))
 
     def render(self, example_id, result) -> str:
-        from site_builder.render.pages import prepare_blocks
+        from site_builder.render.pages.example_sections import prepare_blocks
         from site_builder.render.html import make_environment
         index, renderer = self.source_index() if any(b.get("kind") == "stepper" for b in result.blocks) else (None, None)
         blocks = prepare_blocks(result.blocks, index, renderer)
@@ -326,7 +326,7 @@ class Playground:
         """The source index and a renderer, for a stepper's listing: read once per process, since
         a code edit starts a new process (PlayClient.ask)."""
         if not hasattr(self, "_index"):
-            from site_builder.build import reused_index
+            from site_builder.build.gather_step import reused_index
             from site_builder.render.html import Renderer
             index = reused_index(self.root)
             self._index = (index, Renderer(self.root, index, []))

@@ -123,7 +123,7 @@ def kill_descendants(pid=None, groups=(), wait=1.5) -> list:
 
 def abandon_output(out, pid: int) -> str:
     """Undo what process `pid`, killed while building `out`, left half done, by the names
-    site_builder/publish/write.py and build.refresh_search write under (`.<out>.tmp-<pid>`, `.old-`,
+    site_builder/publish/write.py and build/write_step.py refresh_search write under (`.<out>.tmp-<pid>`, `.old-`,
     `.search-`, `.search-old-`). Returns "untouched" (out is the last good site, as before),
     "none" (there is no site) or "complete" (the new site was already in place, whole)."""
     outcome = "untouched"
