@@ -189,14 +189,15 @@ def documented_config(root: Path):
     """(the config the site documents, what the landing page says of it): the hook
     `documented_config`; without it the first of `configs` at its defaults; (None, "") without
     configs (the pages then show no size table and no parameter table)."""
-    from site_builder.gather.project import SITE_FILE, ProjectError, call_hook, hook, resolve
+    from site_builder.gather.project import SITE_FILE, ProjectError, call_hook, check_names, hook, resolve
     project = load_project(root)
+    check_names(project)            # every name the block gives is there, before anything runs
     if hook(root, project, "documented_config") is not None:
         return call_hook(root, project, "documented_config")
     if not project.config:
         return None, ""
     try:
-        return resolve(project.config.class_name)(), ""
+        return resolve(project.config.class_name, project, "configs[0].class")(), ""
     except TypeError as e:               # a field with no default: the project must say its value
         raise ProjectError([Problem(SITE_FILE, project.lines.get("configs", 1), f"project.configs[0], {project.config.class_name}, "
                                     f"cannot be made at its defaults: {e}", "give its fields defaults, or define the "
@@ -237,7 +238,7 @@ def cached_shapes(root: Path, cfg, store):
     def probe():
         table = infer_shapes(root, project, cfg)
         return table, not table.failures
-    shapes = recorded(root, store, f"shape probes at {cfg!r}", probe,
+    shapes = recorded(root, store, f"shape probes at {cfg!r} for the project block {project.key}", probe,
                       root / "site_builder" / "run" / "shapes.py")
     return shapes if shapes is not None else infer_shapes(root, project, cfg)
 
@@ -257,7 +258,7 @@ def with_declared_shapes(root: Path, cfg, store, shapes, content):
 
     def run():
         return infer_declared(declared, project, cfg), True
-    found = recorded(root, store, f"declared shape probes {key} at {cfg!r}", run,
+    found = recorded(root, store, f"declared shape probes {key} at {cfg!r} for the project block {project.key}", run,
                      root / "site_builder" / "run" / "declared_probes.py")
     table, errors = found if found is not None else infer_declared(declared, project, cfg)
     return shapes.with_declared(table, errors)

@@ -28,7 +28,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from site_builder.base.problems import BuildFailed, Problem, yaml_kind
+from site_builder.base.problems import BuildFailed, Problem, did_you_mean, yaml_kind
 
 SITE_FILE = "content/site.yaml"
 HOOKS_MODULE = "site_hooks"        # the name the hooks file is imported under
@@ -121,6 +121,12 @@ class Project:
         return self.code_folders + tuple(self.inputs)
 
     @property
+    def key(self) -> str:
+        """What the block says, without where it says it: runs that read the block are cached on it."""
+        from site_builder.base.cache import digest
+        return digest(repr({k: v for k, v in self.__dict__.items() if k != "lines"}))
+
+    @property
     def config(self) -> ConfigSpec | None:
         """The landing page's config class (the first of `configs`), or None."""
         return self.configs[0] if self.configs else None
@@ -178,7 +184,7 @@ def _parse(root: Path, text: str) -> Project:
     for key in block:
         if key not in SETTINGS:
             from site_builder.base.problems import did_you_mean
-            problems.append(Problem(SITE_FILE, lines.get(key, 1), f"project.{key}: not a setting{did_you_mean(key, SETTINGS)}",
+            problems.append(Problem(SITE_FILE, lines.get(key, 1), "; ".join(filter(None, (f"project.{key}: not a setting", did_you_mean(key, SETTINGS)))),
                                     "the settings are " + ", ".join(SETTINGS)))
     values = {k: block[k] for k in SETTINGS if k in block and block[k] is not None}
     _check_kinds(values, lines, problems)
@@ -219,10 +225,7 @@ def _check_kinds(values: dict, lines: dict, problems: list):
             problems.append(Problem(SITE_FILE, lines.get(key, 1), f"project.{key} is {yaml_kind(values[key])}",
                                     f"write {SETTINGS[key]}"))
             values.pop(key)
-    for letter, size in values.get("probe_sizes", {}).items():
-        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-            problems.append(Problem(SITE_FILE, lines.get("probe_sizes", 1), f"project.probe_sizes.{letter} is {size!r}",
-                                    "give each axis a whole number of 1 or more"))
+    _check_probe_sizes(values, lines, problems)
     for i, spec in enumerate(values.get("configs", [])):
         if not (isinstance(spec, dict) and "class" in spec and set(spec) <= CONFIG_KEYS
                 and isinstance(spec.get("axes") or {}, dict)):
@@ -295,6 +298,28 @@ def _check_axes_by_name(values: dict, lines: dict, problems: list):
                 return
 
 
+def _check_probe_sizes(values: dict, lines: dict, problems: list):
+    """Probe sizes name each axis by its size: whole numbers of 3 or more (0, 1 and 2 are sizes
+    code makes on its own: keepdims axes, pairs), pairwise distinct, one for every axis letter."""
+    sizes, line = values.get("probe_sizes", {}), lines.get("probe_sizes", 1)
+    seen = {}
+    for letter, size in sizes.items():
+        if not isinstance(size, int) or isinstance(size, bool) or size < 3:
+            problems.append(Problem(SITE_FILE, line, f"project.probe_sizes.{letter} is {size!r}",
+                                    "give each axis a whole number of 3 or more (0, 1 and 2 are sizes code makes on its own)"))
+        elif size in seen:
+            problems.append(Problem(SITE_FILE, line, f"project.probe_sizes gives {seen[size]} and {letter} the same size, {size}",
+                                    "give each letter a size of its own: a probe names an axis by its size"))
+        else:
+            seen[size] = letter
+    if sizes and isinstance(values.get("configs"), list):
+        letters = {v for c in values["configs"] if isinstance(c, dict) and isinstance(c.get("axes"), dict)
+                   for v in c["axes"].values()}
+        for letter in sorted(map(str, letters - set(sizes))):
+            problems.append(Problem(SITE_FILE, line, f"project.probe_sizes has no size for the axis letter {letter}",
+                                    f"add `{letter}: SIZE` to probe_sizes"))
+
+
 def _check_folders(root: Path, project: Project, problems: list):
     if not (root / project.package / "__init__.py").is_file():
         problems.append(Problem(SITE_FILE, project.lines.get("package", 1),
@@ -310,10 +335,57 @@ def _check_folders(root: Path, project: Project, problems: list):
                                 "create it, or remove the setting"))
 
 
-def resolve(dotted: str):
-    """The object a dotted name names (`pkg.module.name`): imported on first use."""
+class _NotThere(Exception):
+    """A dotted name whose module or attribute is not there (not an error inside the module)."""
+
+
+def resolve(dotted: str, project: Project | None = None, setting: str | None = None):
+    """The object a dotted name names (`pkg.module.name`): imported on first use. With the
+    project and the setting that names it (`configs[0].class`), a name that is not there is a
+    ProjectError at that setting's line; an error inside the module it imports is the module's."""
     module, _, name = dotted.rpartition(".")
-    return getattr(importlib.import_module(module), name)
+    try:
+        if not module:
+            raise _NotThere("it is no dotted name")
+        try:
+            found = importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if e.name and (module == e.name or module.startswith(e.name + ".")):
+                raise _NotThere(f"there is no module {e.name}") from None
+            raise
+        if not hasattr(found, name):
+            public = [n for n in vars(found) if not n.startswith("_")]
+            raise _NotThere("; ".join(filter(None, (f"{module} has no {name}", did_you_mean(name, public)))))
+        return getattr(found, name)
+    except _NotThere as e:
+        if project is None:
+            raise LookupError(f"{dotted}: {e}") from None
+        top = setting.split(".")[0].split("[")[0]
+        raise ProjectError([Problem(SITE_FILE, project.lines.get(top, project.lines.get("project", 1)),
+                                    f"project.{setting} names {dotted}, but {e}",
+                                    "write it as package.module.name, a name the package defines")]) from None
+
+
+def check_names(project: Project):
+    """Import every name the block gives (the config classes, their init_params, the decay rule,
+    the call map's root) and check each config's axes are its fields: one ProjectError at the
+    block's line for the first that is not there. Run before anything runs the package."""
+    import dataclasses
+    for i, spec in enumerate(project.configs):
+        cls = resolve(spec.class_name, project, f"configs[{i}].class")
+        if spec.init_params:
+            resolve(spec.init_params, project, f"configs[{i}].init_params")
+        fields = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+        fields |= {n for n in dir(cls) if not n.startswith("_")}
+        for field_name in spec.axes:
+            if field_name not in fields:
+                raise ProjectError([Problem(SITE_FILE, project.lines.get("configs", 1),
+                                            "; ".join(filter(None, (f"project.configs[{i}].axes names {field_name}, which is no "
+                                                                    f"field of {spec.class_name}", did_you_mean(field_name, fields)))),
+                                            "give each axis letter to a field (or property) of the config class")])
+    for setting in ("decays", "call_map_root"):
+        if getattr(project, setting):
+            resolve(getattr(project, setting), project, setting)
 
 
 def hooks_name(project: Project) -> str:

@@ -145,12 +145,12 @@ def init_for(cfg, project):
     if spec is None or not spec.init_params:
         raise NoInitParams(f"{project.where('configs')}: project.configs names no init_params for {type(cfg).__name__}"
                           " (add `init_params: pkg.module.init_params` to its entry)")
-    return resolve(spec.init_params)
+    return resolve(spec.init_params, project, f"configs[{project.configs.index(spec)}].init_params")
 
 
 def _decay_rule(project):
     """decays(name) -> bool from the `decays` setting, or None without it."""
-    return resolve(project.decays) if project.decays else None
+    return resolve(project.decays, project, "decays") if project.decays else None
 
 
 def _nested_codes(code: CodeType, qual: str, out: dict, depth=0, depths=None):
