@@ -88,3 +88,20 @@ def test_the_shape_probes_are_cached_on_the_block(tmp_path):
     b = toy(tmp_path / "b", GOOD.replace("width: W", "width: B, batch: W").replace("batch: B, ", ""))
     assert load_project(a).key != load_project(b).key
     assert load_project(a).key == load_project(toy(tmp_path / "c", "# a comment moves the lines\n" + GOOD)).key
+
+
+def test_a_block_of_the_wrong_kind_or_a_misspelt_package_is_one_line(tmp_path):
+    root = toy(tmp_path, GOOD)
+    (root / "content" / "site.yaml").write_text("title: t\nnav: []\nproject: [toyblock]\n")
+    with pytest.raises(ProjectError) as listed:
+        load_project(root)
+    assert [str(p) for p in listed.value.problems] == [
+        "content/site.yaml:3: the `project:` block is a list, not a mapping of settings (add `project:` with "
+        "`package: NAME` (the folder of the package) and `tests: FOLDER`)"]
+    for block, expected in (("packge: toyblock\n", "project.packge: not a setting; did you mean 'package'?"),
+                            ("package: 5\n", "project.package is a number")):
+        (root / "content" / "site.yaml").write_text("title: t\nnav: []\nproject:\n  " + block)
+        with pytest.raises(ProjectError) as wrong:
+            load_project(root)
+        found = [str(p) for p in wrong.value.problems]
+        assert len(found) == 1 and expected in found[0], found

@@ -176,7 +176,9 @@ def _parse(root: Path, text: str) -> Project:
     block = data.get("project") if isinstance(data, dict) else None
     if not isinstance(block, dict):
         line = getattr(data, "key_lines", {}).get("project", 1) if isinstance(data, dict) else 1
-        raise ProjectError([Problem(SITE_FILE, line, "no `project:` block: the builder does not know which package to document",
+        what = ("no `project:` block: the builder does not know which package to document" if block is None
+                else f"the `project:` block is {yaml_kind(block)}, not a mapping of settings")
+        raise ProjectError([Problem(SITE_FILE, line, what,
                                     "add `project:` with `package: NAME` (the folder of the package) and `tests: FOLDER`")])
     problems = []
     lines = dict(getattr(block, "key_lines", {}))
@@ -188,7 +190,8 @@ def _parse(root: Path, text: str) -> Project:
                                     "the settings are " + ", ".join(SETTINGS)))
     values = {k: block[k] for k in SETTINGS if k in block and block[k] is not None}
     _check_kinds(values, lines, problems)
-    if "package" not in values:
+    misspelt = any(key not in SETTINGS and did_you_mean(key, ["package"]) for key in block)    # said once, above
+    if "package" not in values and not block.get("package") and not misspelt:
         problems.append(Problem(SITE_FILE, lines["project"], "project.package is not set: the builder does not know which package to document",
                                 "set `package:` to the folder of the package, e.g. `package: mypkg`"))
     if problems:
