@@ -98,7 +98,8 @@ def test_a_package_that_is_not_there_is_one_problem_naming_the_setting(project, 
     """Before anything is read (the stamp's folders, the index, the highlighting), not an
     internal error, nor the index's 'fix the syntax error'."""
     from site_builder.base.problems import BuildFailed
-    from site_builder.build import build, check_pages
+    from site_builder.build import build
+    from site_builder.build.page_check import check_pages
     (project / "content" / "site.yaml").write_text(SITE.replace("package: lib", "package: nothere"))
     with pytest.raises(BuildFailed) as e:
         build(project, project / "site", use_cache=use_cache, cache_dir=project / ".cache")
