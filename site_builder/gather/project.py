@@ -369,15 +369,29 @@ def resolve(dotted: str, project: Project | None = None, setting: str | None = N
                                     "write it as package.module.name, a name the package defines")]) from None
 
 
+def _named(dotted: str, project: Project, setting: str):
+    """resolve() for check_names: a name that is not there is its ProjectError; an error raised
+    inside the module it imports (the package is broken) is None here, left to the stage that
+    runs that code, which reports it at the package's line."""
+    try:
+        return resolve(dotted, project, setting)
+    except ProjectError:
+        raise
+    except Exception:
+        return None
+
+
 def check_names(project: Project):
     """Import every name the block gives (the config classes, their init_params, the decay rule,
     the call map's root) and check each config's axes are its fields: one ProjectError at the
     block's line for the first that is not there. Run before anything runs the package."""
     import dataclasses
     for i, spec in enumerate(project.configs):
-        cls = resolve(spec.class_name, project, f"configs[{i}].class")
+        cls = _named(spec.class_name, project, f"configs[{i}].class")
         if spec.init_params:
-            resolve(spec.init_params, project, f"configs[{i}].init_params")
+            _named(spec.init_params, project, f"configs[{i}].init_params")
+        if cls is None:
+            continue
         fields = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
         fields |= {n for n in dir(cls) if not n.startswith("_")}
         for field_name in spec.axes:
@@ -388,7 +402,7 @@ def check_names(project: Project):
                                             "give each axis letter to a field (or property) of the config class")])
     for setting in ("decays", "call_map_root"):
         if getattr(project, setting):
-            resolve(getattr(project, setting), project, setting)
+            _named(getattr(project, setting), project, setting)
 
 
 def hooks_name(project: Project) -> str:
