@@ -168,6 +168,9 @@ def loaded_packages(root) -> tuple:
         file = getattr(module, "__file__", None)
         if file and os.path.realpath(file).startswith(stdlib) and "site-packages" not in file:
             continue
+        if root and (Path(root) / name).is_dir():
+            continue        # a folder of the project (content/, the package): its files are inputs already,
+            #                 wherever this process happened to import it from
         identity = package_identity(name, str(root))
         if identity is not None:
             out.append((name,) + identity + (_module_files(name),))

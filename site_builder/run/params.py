@@ -429,6 +429,10 @@ def count_by_group(cfg, project, init=None, quiet: bool = True) -> dict[str, int
         if not quiet:
             raise
         return None
+    except Exception:        # importing init_params raised: the package is broken, reported where it runs
+        if not quiet:
+            raise
+        return {}
     try:
         params = init(cfg, np.random.default_rng(0))
         if not isinstance(params, dict):
