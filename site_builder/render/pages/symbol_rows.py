@@ -16,7 +16,7 @@ probe_fix.
 import re
 
 from site_builder.base.problems import Problem
-from site_builder.render.symbols import code_links
+from site_builder.render.symbols import code_links, split_top_level
 
 
 def tex_tokens(tex):
@@ -27,20 +27,6 @@ def tex_tokens(tex):
 def contains(haystack, needle):
     n = len(needle)
     return n > 0 and any(haystack[i:i + n] == needle for i in range(len(haystack) - n + 1))
-
-
-def split_top_level(tex):
-    """'W_1, b_1' -> ['W_1', 'b_1']; commas inside braces stay."""
-    parts, depth, cur = [], 0, ""
-    for ch in tex:
-        depth += ch == "{"
-        depth -= ch == "}"
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    return [x.strip() for x in parts + [cur] if x.strip()]
 
 
 def tex_name(tex):
