@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from site_builder.publish.write import write_site, output_lock, OutputLocked, MARKER, MANIFEST
+from site_builder.publish.write import write_site, output_lock, OutputLocked, OutputRefused, MARKER, MANIFEST
 
 
 def test_swap_replaces_the_whole_tree(tmp_path):
@@ -45,6 +45,33 @@ def test_a_writer_that_waits_too_long_refuses_with_the_lock_named(tmp_path):
                 pass
 
 
+
+def test_a_symlink_to_the_output_takes_the_same_lock(tmp_path):
+    out, link = tmp_path / "www", tmp_path / "wwwlink"
+    out.mkdir()
+    link.symlink_to(out)
+    with output_lock(out):
+        with pytest.raises(OutputLocked, match=r"\.www\.lock"):
+            with output_lock(link, wait_seconds=0.2):
+                pass
+
+
+@pytest.mark.parametrize("kind", ["folder", "dangling symlink", "symlink to a file"])
+def test_something_else_at_the_lock_path_is_one_line(tmp_path, kind):
+    out, lock = tmp_path / "site", tmp_path / ".site.lock"
+    if kind == "folder":
+        lock.mkdir()
+    elif kind == "dangling symlink":
+        lock.symlink_to(tmp_path / "nowhere")
+    else:
+        (tmp_path / "elsewhere").write_text("keep me")
+        lock.symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(OutputRefused, match=r"\.site\.lock is a (folder|symlink), not the build's lock file; remove it"):
+        with output_lock(out):
+            pass
+    assert not (tmp_path / "nowhere").exists()      # nothing created through the link
+    assert kind != "symlink to a file" or (tmp_path / "elsewhere").read_text() == "keep me"
+
 # --- write failures are the environment's: one line, exit 2, the last good site kept (issue 30) --
 
 FAULT = """import builtins, errno, os, pathlib, sys
@@ -64,7 +91,7 @@ sys.exit(build_site.main(sys.argv[1:]))
 # error names its file, what the line must name)
 FAULTS = {
     "cache": ("os.replace", 1, "'cache' in where", "ENOSPC", True, "cache"),
-    "lock": ("builtins.open", 0, "where.endswith('.site.lock')", "EROFS", True, ".site.lock"),
+    "lock": ("os.open", 0, "where.endswith('.site.lock')", "EROFS", True, ".site.lock"),
     "temporary folder": ("pathlib.Path.write_bytes", 0, "'.site.tmp-' in where", "EFBIG", False, ".site.tmp-"),
     "swap": ("os.rename", 1, "where.endswith('/site')", "EACCES", True, "site"),     # tmp -> site
     "swap aside": ("os.rename", 0, "where.endswith('/site')", "EROFS", True, "site"),  # site -> old

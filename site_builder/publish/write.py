@@ -182,12 +182,33 @@ def remove_stale(out, restore=False):
     return removed
 
 
+def lock_path_of(out: Path) -> Path:
+    """The lock file of an output folder, beside the folder it resolves to: `--out www` and
+    `--out link-to-www` take the same lock."""
+    real = Path(os.path.realpath(out))
+    return real.parent / f".{real.name}.lock"
+
+
+def open_lock(lock_path: Path):
+    """Open (creating) the lock file without following a symlink; anything else at its path
+    (a folder, a link, a dangling link) is refused in one line rather than locked through."""
+    try:
+        fd = os.open(lock_path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.EISDIR) or os.path.islink(lock_path) or os.path.isdir(lock_path):
+            kind = "a symlink" if os.path.islink(lock_path) else "a folder"
+            raise OutputRefused(f"{lock_path} is {kind}, not the build's lock file; remove it "
+                                f"(no build is using it) and build again") from None
+        raise
+    return os.fdopen(fd, "w")
+
+
 @contextmanager
 def output_lock(out: Path, wait_seconds=120.0, root=None):
     check_output(out, root)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    lock_path = out.parent / f".{out.name}.lock"
-    with open(lock_path, "w") as lock:
+    lock_path = lock_path_of(out)
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open_lock(lock_path) as lock:
         deadline = time.monotonic() + wait_seconds
         announced = False
         while True:
