@@ -169,6 +169,18 @@ def test_a_tests_reference_that_asserts_nothing_fails_check(mini):
     assert not [l for l in problems_of(mini, page) if "asserts nothing" in l]
 
 
+
+def test_a_tests_file_that_cannot_import_is_one_problem_not_listed_tests(tmp_path):
+    root = mini_repo(tmp_path, SITE, PAGE, {"mini": EXAMPLE}, copy=("tests",))
+    (root / "tests" / "test_unrunnable.py").write_text(
+        "from model.ops import relu_forward\nimport nonexistent_pkg_zz\n\n\ndef test_relu():\n    assert relu_forward(-1.0)[0] == 0\n")
+    lines = problems_of(root)
+    assert lines == ["tests/test_unrunnable.py:2: imports nonexistent_pkg_zz, which is not installed, so the tests "
+                     "in this file cannot run and no page lists them (install it (the test extra: python3 -m pip "
+                     "install -e \".[test]\"), or fix the import)"], lines
+    from site_builder.build.page_check import check_pages
+    assert [str(p) for p in check_pages(root, ["mini"])[0]] == lines
+
 def test_navigation_and_pages_must_agree(mini):
     lines = problems_of(mini, site=SITE.replace("nav: [mini]", "nav: [mini, ghost]"))
     assert only(lines, "'ghost'").startswith("content/site.yaml:")

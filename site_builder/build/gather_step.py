@@ -22,7 +22,7 @@ from site_builder.publish import hosting
 from site_builder.render.pages.builder import PageBuilder
 from site_builder.base.problems import Problem
 from site_builder.render.html import Renderer
-from site_builder.gather.source_index import build_index
+from site_builder.gather.source_index import build_index, unimportable_test_imports
 from site_builder.gather.source_records import SourceError
 from site_builder.build.example_plan import (declared_probes, example_requests, page_keys, shared_page_key,
                                            training_readers, training_step)
@@ -44,10 +44,8 @@ def _gather(root, problems, cache, jobs, retrain, input_digests, code_memo, high
     content = load_content(root, problems)
     if any(not p.warning for p in problems):
         return None           # the rest of the pipeline trusts validated content: stop here
-    try:
-        index = reused_index(root)
-    except SourceError as e:
-        problems.append(Problem(e.file, e.line, e.message, e.fix))
+    index = readable_index(root, problems)
+    if index is None:
         return None
     cfg, config_note = documented_config(root)
     from site_builder.run.example_runner import ExampleStore
@@ -61,6 +59,19 @@ def _gather(root, problems, cache, jobs, retrain, input_digests, code_memo, high
     return _gather_pages(root, problems, cache, jobs, retrain, input_digests, content, index, store, shapes,
                          site_info, renderer, highlighting, step)
 
+
+
+def readable_index(root, problems):
+    """The source index, or None with the problems that stop a build before any example runs:
+    a source file that does not parse, a test file whose imports are not installed."""
+    try:
+        index = reused_index(root)
+    except SourceError as e:
+        problems.append(Problem(e.file, e.line, e.message, e.fix))
+        return None
+    unrunnable = unimportable_test_imports(index)
+    problems.extend(Problem(e.file, e.line, e.message, e.fix) for e in unrunnable)
+    return None if unrunnable else index
 
 def _gather_pages(root, problems, cache, jobs, retrain, input_digests, content, index, store, shapes, site_info,
                   renderer, highlighting, step):

@@ -15,11 +15,10 @@ from site_builder.gather.project import ProjectError
 from site_builder.publish.assets import bundle_path, insert_scripts, page_scripts
 from site_builder.render.links import check_links
 from site_builder.render.pages.builder import PageBuilder
-from site_builder.base.problems import Problem, did_you_mean
+from site_builder.base.problems import did_you_mean
 from site_builder.render.html import Renderer, make_environment, source_url
-from site_builder.gather.source_records import SourceError
 from site_builder.build.example_plan import example_requests, training_step
-from site_builder.build.gather_step import (cached_shapes, documented_config, quotation_sources, reused_index,
+from site_builder.build.gather_step import (cached_shapes, documented_config, quotation_sources, readable_index,
                                           site_info_for, with_declared_shapes)
 from site_builder.build.memos import Memos
 from site_builder.build.render_step import page_html, play_fragments, rendering_problem, shared_context, shipped_static
@@ -53,12 +52,13 @@ def check_pages(root: Path, slugs, cache_dir=None, jobs=None):
     unknown = [s for s in slugs if s not in content.pages]
     if unknown and content.pages:
         raise UnknownPages(unknown, list(content.pages))
+    index_problems = []
     try:
-        index = reused_index(root)
-    except SourceError as e:
-        return [Problem(e.file, e.line, e.message, e.fix)], [], {}
+        index = readable_index(root, index_problems)
     except ProjectError as e:
         return list(e.problems), [], {}
+    if index is None:
+        return index_problems, [], {}
     cfg, config_note = documented_config(root)
     from site_builder.run.example_runner import ExampleStore, run_examples
     store = ExampleStore(root, cache)

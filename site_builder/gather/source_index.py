@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import importlib.util
 from collections import deque
 from pathlib import Path
 from typing import Optional
@@ -244,6 +245,17 @@ class SourceIndex(IndexBuilding, CachesAndFlow):
                 reached.setdefault(target, []).append(TestLink(test, len(path) == 2, path))
         return {t: sorted(links, key=lambda k: (not k.direct, len(k.path), k.test)) for t, links in reached.items()}
 
+    def test_modules_reaching_the_package(self) -> set:
+        """The modules of the tests folder that hold a test, or a function on a test's path
+        (a fixture, a helper), that reaches the documented package: what "Tested by" lists."""
+        if self._tested is None:
+            self._tested = self._compute_tested()
+        documented = {q for q, f in self.functions.items()
+                      if f.module == self.package or f.module.startswith(self.package + ".")}
+        return {self.functions[q].module for target, links in self._tested.items() if target in documented
+                for link in links for q in link.path if self.functions[q].kind == "test" or
+                self.functions[q].module.startswith(self.tests + ".")}
+
     def public_functions(self, package: Optional[str] = None) -> list:
         """Public functions, and public methods of public classes, of `package` (default: the
         documented one), in index order."""
@@ -252,6 +264,39 @@ class SourceIndex(IndexBuilding, CachesAndFlow):
                 if (f.module == package or f.module.startswith(package + ".")) and f.is_public
                 and f.kind != "test"]
 
+
+
+def unimportable_test_imports(index: SourceIndex) -> list:
+    """SourceErrors for the test modules' top-level imports that no installed module answers:
+    such a file's tests cannot run, so no page may list them as its tests. Read only where the
+    tests could run at all (pytest is installed): a site-only install has none of the test
+    tools, and saying so for every file would tell nothing. Imports inside `try:` or `if` are
+    left alone (a guarded optional import)."""
+    if importlib.util.find_spec("pytest") is None:
+        return []
+    found = []
+    listed = index.test_modules_reaching_the_package()
+    for state in index._mods.values():
+        if state.name not in listed:
+            continue
+        for node in state.tree.body:
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+                     else [])
+            for name in names:
+                if not _importable(name.split(".")[0]):
+                    found.append(SourceError(
+                        state.file, node.lineno, f"imports {name}, which is not installed, so the tests in "
+                        f"this file cannot run and no page lists them",
+                        "install it (the test extra: python3 -m pip install -e \".[test]\"), or fix the import"))
+    return found
+
+
+def _importable(top: str) -> bool:
+    try:
+        return importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        return False
 
 def build_index(root: Path, packages=None, tests: Optional[str] = None) -> SourceIndex:
     """Parse every `*.py` under each folder of `packages` (sorted) and index it; the first is
