@@ -353,6 +353,36 @@ def test_first_build_fails_with_no_site_still_serves_the_overlay(tmp_path):
         s.server.stop()
 
 
+
+def test_a_site_deleted_while_serving_is_built_again_on_the_next_request(site):
+    site.server.site_missing = site.rebuilder.site_missing       # as serve() wires it
+    site.rebuilder.start()
+    try:
+        before = site.state.snapshot()["token"]
+        shutil.rmtree(site.out)
+        status, _, body = site.request("/")       # the rebuild it asks for may beat the answer
+        assert (status, b"No site has been built yet" in body) == (404, True) or b"version 2" in body
+        snap = site.state.wait_for_change(before, 60)    # the rebuild's new state, not a sleep
+        assert snap["problems"] == [] and snap["generation"] == 2 and site.build.calls == 2
+        status, _, body = site.request("/")
+        assert status == 200 and b"version 2" in body
+    finally:
+        site.rebuilder.stop()
+
+
+def test_a_deleted_site_is_not_rebuilt_over_and_over_while_its_build_fails(site):
+    site.build.fail = PROBLEMS[:1]
+    assert not site.rebuilder.run_once()
+    shutil.rmtree(site.out)
+    site.server.site_missing = site.rebuilder.site_missing
+    site.rebuilder.start()
+    try:
+        for _ in range(3):
+            assert site.request("/")[0] == 404
+        assert site.build.calls == 2 and not site.rebuilder._pending     # the failed build's problems stay
+    finally:
+        site.rebuilder.stop()
+
 def test_a_crashing_build_is_one_problem_line(site):
     site.build.fail = RuntimeError("boom <b>")
     assert not site.rebuilder.run_once()

@@ -240,6 +240,17 @@ class Rebuilder:
                     except RuntimeError:     # no thread to be had: the next change decides instead
                         pass
 
+    def site_missing(self):
+        """The output folder is gone (`rm -rf site` while serving): build it again, unless a
+        build is under way or asked for, or the last one failed (its problems are on show, and
+        building again on every request would loop)."""
+        if self.running or self.state.snapshot()["problems"]:
+            return
+        with self._cond:
+            if self._pending:
+                return
+        self.request((str(self.out),))
+
     def _grace_over(self, serial):
         try:
             with self._cond:

@@ -44,6 +44,7 @@ def serve(root, out, host="127.0.0.1", port=8000, build=None, cache_dir=None) ->
         return 2                     # a port the user chose: bad input, like --port 99999
     builder = BuilderProcess(root, out, cache_dir) if build is None else None
     rebuilder = Rebuilder(build or builder, root, out, state)
+    server.site_missing = rebuilder.site_missing
     from site_builder.serve.play import PlayPool
     server.play = PlayPool(root, cache_dir)            # free input (/__play), started on first use
 

@@ -235,6 +235,8 @@ class SiteHandler(BaseHTTPRequestHandler):
         out = self.server.out
         if not os.path.isdir(out):
             time.sleep(0.05)   # the writer swaps folders with two renames; let it finish
+            if not os.path.isdir(out) and self.server.site_missing is not None:
+                self.server.site_missing()      # deleted while serving: build it again
         found = resolve_request_path(out, raw)
         if found and found[0] == "redirect":
             return self._send(301, b"", "text/plain; charset=utf-8", body, extra={"Location": found[1]})
@@ -280,6 +282,7 @@ class SiteServer(ThreadingHTTPServer):
         self.out = str(Path(out).absolute())
         self.state = state if state is not None else SiteState()
         self.poll_seconds = poll_seconds
+        self.site_missing = None     # called when a request finds no output folder (serve: a rebuild)
         self._thread = None
         super().__init__((host, port), SiteHandler)
 
