@@ -244,6 +244,20 @@ def test_a_page_named_index_is_refused(mini):
     assert line.startswith("content/pages/index.md:1: ") and "overview page" in line and "rename" in line
 
 
+
+@pytest.mark.parametrize("name, reason, instead", [
+    ("Index", "overview page is index.html", "overview.md"),          # index.html on a case-insensitive disk
+    ("404", "not-found page is 404.html", "overview.md"),
+    ("._hidden", "lowercase ASCII letters, digits", "hidden.md"),
+    ("Über Seite", "lowercase ASCII letters, digits", "uber-seite.md"),
+])
+def test_a_page_name_that_is_no_portable_url_is_refused(mini, name, reason, instead):
+    (mini / f"content/pages/{name}.md").write_text(PAGE.replace("id: mini", "id: other"))
+    lines = problems_of(mini, site=SITE.replace("nav: [mini]", f"nav: [mini, '{name}']"))
+    line = only(lines, f"named '{name}'")
+    assert line.startswith(f"content/pages/{name}.md:1: ") and reason in line and f"e.g. to {instead}" in line
+    assert not [l for l in lines if "navigation lists" in l], lines     # one line, not also a nav one
+
 def test_a_page_listed_twice_in_nav_is_refused_at_the_second_entry(mini):
     site = SITE.replace("nav: [mini]", "nav:\n  - mini\n  - mini\n")
     line = only(problems_of(mini, site=site), "twice")

@@ -346,12 +346,11 @@ def load_content(root: Path, problems: list) -> Content:
         listed_at[slug] = line
         nav.append(slug)
     page_files = {p.stem: p for p in sorted((content_dir / "pages").glob("*.md"))}
-    if "index" in page_files:
-        problems.append(Problem("content/pages/index.md", 1, "a page cannot be named 'index': the overview page "
-                                "is index.html, and this page would be overwritten by it",
-                                "rename the file, e.g. to overview.md, and its entry in 'nav'"))
-        del page_files["index"]
-        nav = [s for s in nav if s != "index"]
+    for slug in [s for s in page_files if unusable_slug(s)]:
+        problems.append(Problem(f"content/pages/{slug}.md", 1, unusable_slug(slug),
+                                f"rename the file, e.g. to {portable_slug(slug)}.md, and its entry in 'nav'"))
+        del page_files[slug]
+        nav = [s for s in nav if s != slug]
     for slug in nav:
         if slug not in page_files:
             problems.append(Problem(site_file, site.line_of("nav"),
@@ -444,6 +443,31 @@ def _tex_traps(text, file, offset):
                 i += 2
     return sorted(out, key=lambda p: p.line)
 
+
+
+# A page's file name is its URL: lowercase ASCII, so that it is the same file on a case-insensitive
+# file system (macOS, Windows: `Index.html` is `index.html` there) and needs no escaping in a link.
+SLUG = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
+RESERVED_SLUGS = {"index": "the overview page is index.html", "404": "the not-found page is 404.html"}
+
+
+def unusable_slug(slug: str):
+    """Why a page cannot be named `slug` (None if it can)."""
+    if slug.lower() in RESERVED_SLUGS:
+        return (f"a page cannot be named '{slug}': {RESERVED_SLUGS[slug.lower()]}, and this page would be "
+                f"overwritten by it (or overwrite it)")
+    if not SLUG.match(slug):
+        return (f"a page cannot be named '{slug}': a page's file name is its URL, so it must be lowercase "
+                f"ASCII letters, digits, '-' or '_', starting with a letter or a digit")
+    return None
+
+
+def portable_slug(slug: str) -> str:
+    """A name the page could have instead: `Über Seite` -> `uber-seite`, `index` -> `overview`."""
+    import unicodedata
+    ascii_name = unicodedata.normalize("NFKD", slug).encode("ascii", "ignore").decode().lower()
+    name = re.sub(r"[^a-z0-9_]+", "-", ascii_name).strip("-_")
+    return "overview" if not name or name in RESERVED_SLUGS else name
 
 def load_page(path: Path, slug: str, problems: list):
     file = f"content/pages/{path.name}"
