@@ -162,6 +162,38 @@ def test_declarations_are_checked_at_their_line():
     assert any("choice 5 of 'eps' is outside its playable bounds" in m for m in messages)
 
 
+
+def declaration_messages(example):
+    example = Located(example)
+    example.key_lines = {}
+    problems = []
+    check_declaration(example, "content/pages/p.md", problems)
+    return [p.message for p in problems]
+
+
+@pytest.mark.parametrize("bounds, says", [
+    ({"min": 0, "max": float("inf")}, "'max' must be a finite number (the field says the range a reader may type), got inf"),
+    ({"min": float("-inf"), "max": 1}, "'min' must be a finite number (the field says the range a reader may type), got -inf"),
+    ({"max": 1}, "'min' must be a finite number (the field says the range a reader may type), got nothing"),
+    ({"min": "a", "max": 1}, "'min' must be a finite number (the field says the range a reader may type), got str 'a'"),
+    ({"min": 5, "max": 1}, "needs 'min' <= 'max', got min 5 > max 1"),
+])
+def test_playable_bounds_say_what_is_wrong_with_them(bounds, says):
+    assert declaration_messages({"run": "m:f", "playable": {"eps": {"type": "float", **bounds}}}) == [
+        f"playable 'eps': {says}"]
+
+
+def test_a_malformed_choices_list_is_one_problem_not_one_per_value():
+    messages = declaration_messages({"run": "m:f", "choices": {"eps": [[1, 2], {"a": 1}]}, "playable": {"eps": FLOAT}})
+    assert messages == ["choices of 'eps' must be a non-empty list of numbers or texts"]
+
+
+def test_choices_are_capped_at_a_number_of_combinations_a_build_runs():
+    messages = declaration_messages({"run": "m:f", "choices": {"a": list(range(100)), "b": list(range(3))}})
+    assert messages == ["'choices' make 300 combinations, more than the 256 one build runs (each is an example "
+                        "run and a file under play/)"]
+    assert declaration_messages({"run": "m:f", "choices": {"a": list(range(128)), "b": [0, 1]}}) == []
+
 # ------------------------------------------------------------------ the endpoint under load
 
 def post(port, body, origin=None):

@@ -34,7 +34,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from site_builder.base.problems import Problem
+from site_builder.base.problems import Problem, yaml_kind
 
 TYPES = ("int", "float", "text", "numbers")
 SPEC_KEYS = {"int": {"type", "min", "max", "label"}, "float": {"type", "min", "max", "label"},
@@ -42,6 +42,7 @@ SPEC_KEYS = {"int": {"type", "min", "max", "label"}, "float": {"type", "min", "m
              "numbers": {"type", "length", "min", "max", "label"}}
 TEXT_LIMIT = 200                 # no declared max_length may exceed it: a request stays small
 NUMBERS_LIMIT = 64
+CHOICES_LIMIT = 256       # combinations of one example's choices: each is a run and a file
 
 
 class InvalidInput(ValueError):
@@ -87,6 +88,12 @@ def check_declaration(example, file, problems, rules: TextRules = None):
             problems.append(Problem(file, example.line_of("choices"), "'choices' must map parameter names to lists of values",
                                     "write e.g. 'choices: {row: [0, 1, 2]}'"))
         else:
+            count = math.prod(len(v) if isinstance(v, list) else 1 for v in choices.values())
+            if count > CHOICES_LIMIT:
+                problems.append(Problem(file, example.line_of("choices"), f"'choices' make {count} combinations, "
+                                        f"more than the {CHOICES_LIMIT} one build runs (each is an example run and a "
+                                        f"file under play/)", "list fewer values, or make the parameter 'playable' "
+                                        "to take any value"))
             for name, values in choices.items():
                 if not isinstance(values, list) or not values or not all(_literal(v) for v in values):
                     problems.append(Problem(file, example.line_of("choices"), f"choices of '{name}' must be a non-empty list of numbers or texts",
@@ -104,7 +111,7 @@ def check_declaration(example, file, problems, rules: TextRules = None):
             if wrong:
                 problems.append(Problem(file, example.line_of("playable"), f"playable '{name}': {wrong}",
                                         f"types: {', '.join(TYPES)}; see content/README.md"))
-            elif isinstance(choices, dict) and name in choices and isinstance(choices[name], list):
+            elif isinstance(choices, dict) and isinstance(choices.get(name), list) and all(map(_literal, choices[name])):
                 for v in choices[name]:
                     try:
                         validate(spec, v, rules=rules)
@@ -167,8 +174,15 @@ def spec_problem(spec, rules: TextRules = None):
     if extra:
         return f"unknown key '{sorted(extra)[0]}' for type {kind} (allowed: {', '.join(sorted(SPEC_KEYS[kind]))})"
     if kind in ("int", "float", "numbers"):
-        if not (_number(spec.get("min")) and _number(spec.get("max")) and spec["min"] <= spec["max"]):
-            return "needs numbers 'min' <= 'max'"
+        for bound in ("min", "max"):
+            if not _number(spec.get(bound)):
+                v = spec.get(bound)
+                got = ("nothing" if bound not in spec else _shown(v) if isinstance(v, (int, float))
+                       and not isinstance(v, bool) else _kind(v))
+                return (f"'{bound}' must be a finite number (the field says the range a reader may type), "
+                        f"got {got}")
+        if spec["min"] > spec["max"]:
+            return f"needs 'min' <= 'max', got min {spec['min']} > max {spec['max']}"
     if kind == "text":
         return _text_problem(spec, rules)
     if kind == "numbers":
@@ -301,7 +315,6 @@ def _kind(v):
     if isinstance(v, int) and not isinstance(v, bool) and len(str(abs(v))) > 20:
         return _shown(v)
     if isinstance(v, (bool, dict, list, type(None))):
-        from site_builder.base.problems import yaml_kind
         return yaml_kind(v)
     return f"{type(v).__name__} {v!r}"[:60]
 
