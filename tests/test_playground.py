@@ -185,7 +185,7 @@ def test_playable_bounds_say_what_is_wrong_with_them(bounds, says):
 
 def test_a_malformed_choices_list_is_one_problem_not_one_per_value():
     messages = declaration_messages({"run": "m:f", "choices": {"eps": [[1, 2], {"a": 1}]}, "playable": {"eps": FLOAT}})
-    assert messages == ["choices of 'eps' must be a non-empty list of numbers or texts"]
+    assert messages == ["choices of 'eps' must be a non-empty list of numbers or texts, got a list"]
 
 
 def test_choices_are_capped_at_a_number_of_combinations_a_build_runs():
@@ -374,4 +374,4 @@ def test_mapping_or_list_choices_are_described_as_yaml_not_as_loader_classes():
     problems = []
     check_declaration(example, "content/pages/p.md", problems)
     text = " ".join(p.message for p in problems)
-    assert "Located" not in text and "a mapping" in text and "a list" in text, text
+    assert "Located" not in text and "got a mapping" in text, text

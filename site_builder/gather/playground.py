@@ -96,7 +96,10 @@ def check_declaration(example, file, problems, rules: TextRules = None):
                                         "to take any value"))
             for name, values in choices.items():
                 if not isinstance(values, list) or not values or not all(_literal(v) for v in values):
-                    problems.append(Problem(file, example.line_of("choices"), f"choices of '{name}' must be a non-empty list of numbers or texts",
+                    wrong = next((v for v in values if not _literal(v)), None) if isinstance(values, list) else values
+                    got = "an empty list" if values == [] else _kind(wrong)
+                    problems.append(Problem(file, example.line_of("choices"), f"choices of '{name}' must be a "
+                                            f"non-empty list of numbers or texts, got {got}",
                                             "write e.g. 'row: [0, 1, 2]'"))
                 elif len(set(map(repr, values))) != len(values):
                     problems.append(Problem(file, example.line_of("choices"), f"choices of '{name}' repeat a value",
