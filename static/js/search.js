@@ -61,7 +61,7 @@
       pf = await pagefind();
     } catch (e) {
       show(location.protocol === "file:"
-        ? "Search works when the site is served: python3 build_site.py serve"
+        ? "Search works when the site is served (python3 build_site.py serve, or any web server), not from a file"
         : "Search is unavailable: this build has no search index (pagefind)");
       return;
     }
