@@ -195,6 +195,28 @@ def test_example_that_raises_names_the_example_and_the_model_line(mini):
     assert line.startswith("content/pages/mini.md:18:")
 
 
+
+def test_one_error_the_package_raises_is_one_line_for_all_that_follow_from_it(tmp_path):
+    """A required parameter added to a model function: every example that reaches it raises the
+    same TypeError, and the values they would give are missing. One line, at the model's line."""
+    examples = EXAMPLE + "\n\ndef explode_again():\n    return explode()\n\n\ndef facts():\n    return explode()\n"
+    page = PAGE.replace("      - {title: One comparison, run: \"mini:compare\"}",
+                        "      - {title: One comparison, run: \"mini:explode\"}\n"
+                        "      - {title: Again, run: \"mini:explode_again\"}")
+    page = page.replace("The body, with", "The body says {{mini:facts.n}} and {{mini:facts.m}}, with")
+    root = mini_repo(tmp_path, SITE, page, {"mini": examples})
+    lines = problems_of(root)
+    raised = [l for l in lines if "ModelInputError" in l]
+    assert len(raised) == 1 and raised[0].startswith("model/transformer.py:"), lines
+    assert "it stopped 3 run(s)" in raised[0] and "the first asked for at content/pages/mini.md:" in raised[0]
+    assert "4 more line(s) that follow from it are not listed" in raised[0], raised
+    assert not [l for l in lines if "no value for" in l or "example mini:" in l], lines
+
+
+def test_an_error_that_stops_one_example_stays_its_own_line(mini):
+    lines = problems_of(mini, PAGE.replace("mini:compare", "mini:explode"))
+    assert [l for l in lines if "ModelInputError" in l][0].startswith("content/pages/mini.md:18: example mini:explode")
+
 def test_broken_link_and_anchor_fail_check_only(mini):
     page = PAGE.replace("[link](mini.html#mini)", "[link](mini.html#nowhere) and [gone](gone.html) and [line](source/model/gradcheck.py.html#L9999)")
     lines = problems_of(mini, page)

@@ -84,9 +84,12 @@ def test_a_model_edit_that_makes_the_probes_raise_is_problem_lines(project, dele
     status, lines = check(project)
     assert status == 1
     assert_problem_lines(project, lines)
-    # the pages that need the probe's shapes name their own line, the probe and the model line
-    shapes_line = line_number(loss, "names: [logits, targets, logp, P, total, loss]")
-    hits(lines, f"content/pages/loss.md:{shapes_line}:", "shape probe model.transformer.loss_and_grads", *raised)
+    # one line for the error, at the model's line, for every probe and example it stopped and
+    # every page line that needed them (collapse_causes); no page line proposes another fix
+    error, where = raised
+    [line] = hits(lines, error, "it stopped", "line(s) that follow from it are not listed")
+    assert line.startswith(where) and "the first asked for at content/pages/" in line, line
+    assert not [l for l in lines if ("shape probe model" in l or "nothing checks" in l) and l != line], lines
     # and the build went on: a reference the edit broke is reported too
     if "KeyError" in raised:
         hits(lines, f"content/pages/loss.md:{ref_line}:", "no line of model.transformer.init_params contains")

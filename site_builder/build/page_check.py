@@ -15,7 +15,7 @@ from site_builder.gather.project import ProjectError
 from site_builder.publish.assets import bundle_path, insert_scripts, page_scripts
 from site_builder.render.links import check_links
 from site_builder.render.pages.builder import PageBuilder
-from site_builder.base.problems import did_you_mean
+from site_builder.base.problems import collapse_causes, did_you_mean
 from site_builder.render.html import Renderer, make_environment, source_url
 from site_builder.build.example_plan import example_requests, training_step
 from site_builder.build.gather_step import (cached_shapes, documented_config, quotation_sources, readable_index,
@@ -87,7 +87,7 @@ def check_pages(root: Path, slugs, cache_dir=None, jobs=None):
         if f.kind == "function" and f.file in files and qualname not in documented and qualname not in page_text:
             problems.append(uncited(f, qualname))
     memos.save()
-    failing = [p for p in problems if not p.warning]
+    failing = sorted(collapse_causes([p for p in problems if not p.warning]))
     return failing, [p for p in problems if p.warning], dict(pages=len(slugs), references=len(builder.site.references),
                                                             examples=len(requests), links=links_checked)
 

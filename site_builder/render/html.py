@@ -201,7 +201,8 @@ class Renderer:
         if result is None:
             if self.value_source:      # the example's own problem says why
                 self.problems.append(Problem(file, at, f"no value for {m.group(0).strip()}: the example {ref} gave no result",
-                                             "fix the example; its own problem line says what went wrong"))
+                                             "fix the example; its own problem line says what went wrong",
+                                             follows=(ref,)))
             return "?"
         data = result.data or {}
         try:

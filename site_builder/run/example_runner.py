@@ -19,6 +19,7 @@ The training runs the pages show (the hook `training_runs`) are shared work: the
 read them wait until they are done (each in a child too), and the trained runs are handed back
 to this process, so every later child inherits them instead of reading them again.
 """
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,12 +159,12 @@ def run_examples(root: Path, requests, problems: list, store: ExampleStore = Non
             else:
                 shared_failed.append(outcome)
                 asker = waiting[0] if waiting else next(iter(by_ref.values()))
-                problems.append(_run_problem(root, outcome, asker))
+                problems.append(_run_problem(root, outcome, asker, tuple(r.ref for r in waiting)))
             return
         request = by_ref[outcome.name]
         result, inputs, problem = _interpret(root, outcome, request, failed_modules, store.state)
         if problem:
-            problems.append(problem)
+            problems.append(dataclasses.replace(problem, refs=(request.ref,)))
         out.results[request.ref] = (result, False)
         if result is not None and inputs is not None:
             out.identities[request.ref] = store.store(request.ref, inputs, result)
@@ -361,8 +362,9 @@ def _interpret(root, outcome, request, failed_modules, state):
     return None, None, Problem(*at, message, fix)
 
 
-def _run_problem(root, outcome, asker):
-    """A training run the pages read failed: one line, at the first example that asked for it."""
+def _run_problem(root, outcome, asker, readers=()):
+    """A training run the pages read failed: one line, at the first example that asked for it;
+    `readers`, the examples that were not run for it."""
     name = outcome.name.partition(":")[2]
     if outcome.status == "timeout":
         what = f"was stopped after {RUN_TIMEOUT:g} s" + (f" while executing {outcome.detail}" if outcome.detail else "")
@@ -371,4 +373,4 @@ def _run_problem(root, outcome, asker):
     else:
         what = f"failed: {outcome.status} {outcome.detail}"
     return Problem(asker.file, asker.line, f"the {name} training run that {asker.ref} reads {what}",
-                   "the examples that read it were not run")
+                   "the examples that read it were not run", refs=tuple(readers))

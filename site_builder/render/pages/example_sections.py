@@ -53,6 +53,7 @@ class ExampleSections:
         from site_builder.run.text_rules import text_rules
         out = []
         self._recordings = []            # (ref, ExampleResult): their recorded shapes check the symbols
+        self._failed_examples = []       # refs that gave no result: what their shapes would have checked follows from it
         rules = text_rules(self.root) if any(e.get("playable") for e in c.get("examples") or []) else None
         for n, e in enumerate(c.get("examples") or [], 1):
             if e.get("playable"):        # what its texts name (a config field, a vocabulary): the content's pass could not tell
@@ -77,6 +78,8 @@ class ExampleSections:
                 self.site.references.append(dict(page=page.slug, concept=c["id"], equation=None, role="example",
                                                   function=ref, file=f"content/examples/{module}.py",
                                                   start=None, end=None, code=None))
+                if result is None:
+                    self._failed_examples.append(ref)
                 if result is not None:
                     self._recordings.append((ref, result))
                     for block in result.blocks:

@@ -211,7 +211,12 @@ class SymbolRows:
         from site_builder.run.shapes import check_declared
         out = []
         unprobed = self.failed_probe(c["function"]) if c.get("symbols") else None
-        failed_declared = self.declared_probe_failed(page, c)
+        # A probe that raised stands for every shape of the concept: one line, and no verdict of
+        # an example's run, whose sizes the probe's were to tell apart. An example that raised
+        # stands for the shapes nothing else checks (collapse_causes folds them into its cause).
+        probe_failed = unprobed is not None
+        failed_declared = self.declared_probe_failed(page, c) or probe_failed
+        failed_examples = tuple(getattr(self, "_failed_examples", ()))
         fn_shapes = {} if unprobed else self.shapes.get(c["function"], {})
         math = [tex_tokens(str(i["tex"])) for i in c.get("math") or [] if "eq" in i]
         dims = " ".join(str(s["shape"]) for s in c.get("symbols") or [])
@@ -246,20 +251,31 @@ class SymbolRows:
                 if err:
                     self.problems.append(Problem(page.file, s.line_of("shape"), err, "correct the declared shape"))
                 checked = PROBE_CHECKED
-            elif row.line in wrong:
-                self.problems.append(Problem(page.file, s.line_of("shape"), wrong[row.line], "correct the declared shape"))
+            elif row.line in wrong and not probe_failed:
+                self.problems.append(Problem(page.file, s.line_of("shape"), wrong[row.line], "correct the declared shape",
+                                             follows=failed_examples))
             elif row.line in by_example:
                 checked = by_example[row.line]
-            elif declared_shapes(declared) is not None and not failed_declared:
+            elif declared_shapes(declared) is not None and not failed_declared and not self.inside_unprobed(row.code):
                 self.problems.append(Problem(page.file, s.line_of("shape"), *self.unchecked(c, row.code, declared, fn_shapes,
                                                                                            reached, why_not.get(row.line),
                                                                                            names_own(row.code, locals_)),
-                                             strict=True))
+                                             strict=True, follows=failed_examples))
             out.append(dict(tex=self.r.tex(str(s["tex"]), False, page.file, s.line_of("tex")),
                             meaning=self.r.md(s["meaning"], page.file, s.line_of("meaning"), inline=True),
                             code=code, shape=declared, checked=checked,
                             n=len(out), tex_src=str(s["tex"]), **code_links(code)))
         return out
+
+    def inside_unprobed(self, code):
+        """Whether `code` is `NAME (inside FUNCTION)` of a function whose shape probe raised: the
+        probe's failure, reported where the function is documented, is why nothing checks it."""
+        m = re.fullmatch(r"(.+?)\s*\(inside\s+([\w.]+)\)", code.strip())
+        if not m or not getattr(self, "probe_failures", None):
+            return False
+        name = m.group(2)
+        qualname = next((q for q in self.index.functions if q == name or q.endswith("." + name)), None)
+        return qualname is not None and self.failed_probe(qualname) is not None
 
     def unchecked(self, c, code, declared, fn_shapes, reached, why, own=True):
         """(message, fix) for a declared shape that nothing checks."""
