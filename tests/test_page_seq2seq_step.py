@@ -13,7 +13,8 @@ import pytest
 
 from model import seq2seq as s2s
 from model.attention import causal_mask, mha_forward, split_heads
-from model.ops import cross_entropy_forward, cross_entropy_backward, layer_norm_forward, smoothed_targets
+from model.ops import (cross_entropy_forward, cross_entropy_backward, layer_norm_forward, layer_norm_backward,
+                       smoothed_targets)
 from model.optim import AdamW, noam_lr
 from site_builder.run.examples import load_example, fmt_array, fmt_number
 from site_builder.render.plots import SUBSCRIPT, SUPERSCRIPT
@@ -513,3 +514,40 @@ def test_the_page_states_the_runs_own_tie_flag_and_output_weight(site_page, mod)
     default = type(cfg).__dataclass_fields__["tie_output"].default
     assert default != cfg.tie_output
     assert f"(tie_output = {default}); seq2seq_step:toy_sizes runs tie_output = {cfg.tie_output}" in adam
+
+
+# ---------------------------------------------------------------- the backward pass, recorded
+
+def backward_example(name):
+    return load_example(ROOT, f"seq2seq_backward:{name}")()
+
+
+@pytest.fixture(scope="module")
+def direct(mod, runs):
+    """The exact run's backward pass by direct calls, layer by layer: what the recorded tables show."""
+    cfg, p = runs["cfg"], runs["params"]
+    logits, c = s2s.forward(p, mod.SRC_IDS, mod.TGT_IN, cfg)
+    _, c_ce = cross_entropy_forward(logits, mod.TGT_OUT, cfg.label_smoothing)
+    grads = {k: np.zeros_like(v) for k, v in p.items()}
+    layer = c["dec"]["dec"]["layers"][0]
+    dH = s2s.output_backward(cross_entropy_backward(1.0, c_ce), c["dec"]["dec"]["out"], p, grads)
+    dY3, dg3, db3 = layer_norm_backward(dH, layer["ln3"], p["dec0.ln3_g"])
+    return dict(c=c, layer=layer, grads=grads, dH=dH, dY3=dY3, dg3=dg3, db3=db3, params=p)
+
+
+def assert_checks_pass(result):
+    """Every row of the example's gradient-check table agrees with central differences."""
+    block = next(b for b in result.blocks if b["kind"] == "gradcheck")
+    assert block["rows"] and all(float(r["gap"]) < 1e-8 for r in block["rows"]), block["rows"]
+
+
+def test_ln3_backward(direct):
+    result = backward_example("ln3_backward")
+    _, dX = result.data["values"]["dX"]
+    np.testing.assert_array_equal(dX, direct["dY3"])
+    dH, Xhat, s = direct["dH"], direct["layer"]["ln3"]["Xhat"], direct["layer"]["ln3"]["s"]
+    np.testing.assert_allclose(direct["dY3"], s * (dH - dH.mean(-1, keepdims=True) - Xhat * (dH * Xhat).mean(-1, keepdims=True)), rtol=1e-12)
+    np.testing.assert_allclose(direct["dg3"], (dH * Xhat).sum(0), rtol=1e-13)
+    np.testing.assert_allclose(direct["db3"], dH.sum(0), rtol=1e-13)
+    assert np.abs(direct["dY3"].sum(-1)).max() < 1e-15 and np.abs((direct["dY3"] * Xhat).sum(-1)).max() < 1e-15
+    assert_checks_pass(result)

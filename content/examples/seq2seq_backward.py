@@ -1,0 +1,199 @@
+"""Examples for the backward half of the page "One training step of the 2017 transformer"
+(seq2seq-step): the decoder's last LayerNorm, its feed-forward network, cross-attention, masked
+self-attention and the embeddings, each with the values of the real backward pass and a
+gradient check; then "the one pattern" of every linear layer, the sizes against the paper's base
+model, and a closing summary.
+
+The hand derivation (../shared/seeds/000_d9398bb8a994875b.txt) gives formulas here, not numbers.
+Every value below is what the model's own backward functions computed in one run, recorded by
+`trace_calls` (no formula is re-derived in this file): `record("exact")` traces
+`loss_and_grads` from the ids, as training runs it; `record("hand")` runs the same
+`decoder_backward` and `encoder_backward` from the derivation's rounded inputs (seq2seq_step's two
+runs). Both take the loss over both target positions, as `loss_and_grads` does.
+
+Trade-off: the calls are told apart by their arguments (`p` of mha_backward and ffn_backward) and,
+for layer_norm_backward, by the order `decoder_layer_backward` calls them (ln3, ln2, ln1); the
+page's tests recompute each recorded value with direct calls, so a change of order fails them.
+"""
+import re
+
+import numpy as np
+
+from model import seq2seq as s2s
+from model.gradcheck import numerical_grad
+from model.ops import cross_entropy_forward, cross_entropy_backward, layer_norm_forward
+from model.transformer import ffn_forward
+from model.attention import mha_forward, merge_heads
+from site_builder.run.examples import ExampleResult, table, gradcheck_table, fmt_array, fmt_number
+from site_builder.run.trace import trace_calls
+from content.examples.seq2seq_step import (SOURCE, SRC_IDS, TGT_IN, TGT_OUT, hand_run, exact_run, toy_cfg,
+                                           toy_params, shape_text, fmt_sci)
+
+RUN_COLS = ["Step", "Code", "This code, from the derivation's inputs", "This code, exact inputs", "Shape"]
+RUN_NAMES = ("hand", "exact")
+TARGETS = ["model.ops.layer_norm_backward", "model.transformer.ffn_backward", "model.ops.relu_backward",
+           "model.attention.mha_backward", "model.ops.softmax_backward", "model.ops.linear_backward",
+           "model.seq2seq.embed_backward", "model.seq2seq.output_backward", "model.ops.cross_entropy_backward"]
+LN_ORDER = ("dec0.ln3", "dec0.ln2", "dec0.ln1", "enc0.ln2", "enc0.ln1")   # the order backward calls them
+_MEMO = {}
+
+
+def hand_step(params):
+    """The derivation's route backward: the loss over both positions, then the real decoder_backward
+    and encoder_backward (its inputs X and Y are given arrays, so there is no embedding to reach)."""
+    cfg = toy_cfg()
+    _, cache, logits = hand_run(params)
+    loss, c_ce = cross_entropy_forward(logits, TGT_OUT, cfg.label_smoothing)
+    dlogits = cross_entropy_backward(1.0, c_ce)
+    grads = {k: np.zeros_like(v) for k, v in params.items()}
+    dY, dmemory = s2s.decoder_backward(dlogits, cache["dec"]["dec"], params, grads)
+    dX = s2s.encoder_backward(dmemory, cache["enc"]["enc"], params, grads)
+    return loss, grads, dY, dX
+
+
+def exact_step(params):
+    """The model's own route: loss_and_grads from the ids."""
+    return s2s.loss_and_grads(params, SRC_IDS, TGT_IN, TGT_OUT, toy_cfg())
+
+
+def loss_of(name, params):
+    """The run's loss as a function of params (for central differences): the same forward, no backward."""
+    cfg = toy_cfg()
+    if name == "exact":
+        logits, _ = s2s.forward(params, SRC_IDS, TGT_IN, cfg)
+    else:
+        logits = hand_run(params)[2]
+    return cross_entropy_forward(logits, TGT_OUT, cfg.label_smoothing)[0]
+
+
+def record(name):
+    """One run's backward pass: {loss, grads, forward trace, each traced call by role}."""
+    if name in _MEMO:
+        return _MEMO[name]
+    params = toy_params()
+    entry = exact_step if name == "exact" else hand_step
+    result, calls = trace_calls(entry, TARGETS, params)
+    forward_trace = (exact_run if name == "exact" else hand_run)(params)[0]
+    lns = calls["model.ops.layer_norm_backward"]
+    assert len(lns) == len(LN_ORDER), [t.call_index for t in lns]
+    rec = dict(loss=result[0], grads=result[1], params=params, fwd=forward_trace, calls=calls,
+               ln=dict(zip(LN_ORDER, lns)),
+               mha={t.arguments["p"]: t for t in calls["model.attention.mha_backward"]},
+               ffn={t.arguments["p"]: t for t in calls["model.transformer.ffn_backward"]},
+               linear=linear_layers(calls))
+    rec["softmax"] = {p: nearest(calls["model.ops.softmax_backward"], t, after=True) for p, t in rec["mha"].items()}
+    rec["relu"] = {p: nearest(calls["model.ops.relu_backward"], t, after=True) for p, t in rec["ffn"].items()}
+    rec["embed"] = {t.arguments["c"]["table"]: t for t in calls.get("model.seq2seq.embed_backward", [])}
+    _MEMO[name] = rec
+    return rec
+
+
+def nearest(traces, caller, after=False):
+    """The first of `traces` that started after `caller` did (the call it made)."""
+    return min((t for t in traces if t.call_index > caller.call_index), key=lambda t: t.call_index)
+
+
+PARAM_ARG = re.compile(r'params\[(?:p \+ )?"(\w+)"\]')
+
+
+def linear_layers(calls):
+    """{parameter name: linear_backward's trace} for every linear layer of the step. The name is read
+    from the line of the caller that made the call (`params[p + "wq"]`), with the caller's prefix p."""
+    callers = sorted((t for q in ("model.attention.mha_backward", "model.transformer.ffn_backward",
+                                  "model.seq2seq.output_backward") for t in calls.get(q, [])),
+                     key=lambda t: t.call_index)
+    linear = sorted(calls["model.ops.linear_backward"], key=lambda t: t.call_index)
+    out = {}
+    for caller in callers:
+        later = [c for c in callers if c.call_index > caller.call_index]
+        end = min((c.call_index for c in later), default=float("inf"))
+        mine = [t for t in linear if caller.call_index < t.call_index < end]
+        lines = [s for s in caller.steps if "linear_backward(" in s.code]
+        assert len(mine) == len(lines), (caller.function, len(mine), len(lines))
+        for t, step in zip(mine, lines):
+            out[caller.arguments.get("p", "") + PARAM_ARG.search(step.code).group(1)] = t
+    return out
+
+
+def local(trace, name, n=None):
+    """A traced call's local (its final value), the n-th value it took (n >= 1), or an argument."""
+    if n:
+        return [s for s in trace.steps if name in s.changed][n - 1].locals[name]
+    for s in reversed(trace.steps):
+        if name in s.locals:
+            return s.locals[name]
+    return trace.arguments[name]
+
+
+def fmt_tiny(a):
+    """A value that is 0 up to rounding, in the digits that show how close: [1.4e-17, 0.0e+00]."""
+    a = np.asarray(a)
+    return f"{float(a):.1e}" if a.ndim == 0 else "[" + ", ".join(fmt_tiny(x) for x in a) + "]"
+
+
+def runs_table(spec, caption=""):
+    """spec: (label, code, getter(record) -> value[, formatter]). One row per step, both runs side by side."""
+    rows, values = [], {}
+    for label, code, get, *fmt in spec:
+        show = fmt[0] if fmt else fmt_array
+        vh, ve = get(record("hand")), get(record("exact"))
+        rows.append([label, code, show(vh), show(ve), shape_text(vh)])
+        values[code] = (np.asarray(vh), np.asarray(ve))
+    return table(RUN_COLS, rows, caption), values
+
+
+def param_checks(names):
+    """Gradient-check rows for parameters: the backward pass's grads against central differences of
+    the same run's loss, in both runs."""
+    rows = []
+    for run in RUN_NAMES:
+        rec = record(run)
+        params = {k: v.copy() for k, v in rec["params"].items()}
+        for name in names:
+            numeric = numerical_grad(lambda: loss_of(run, params), params[name])
+            rows.append((f'grads["{name}"], {WHICH[run]}', rec["grads"][name], numeric))
+    return rows
+
+
+WHICH = dict(hand="derivation's inputs", exact="exact inputs")
+
+
+def vjp_numeric(forward, x, upstream):
+    """Central differences of <upstream, forward(x)> in x: a step's input gradient as the step sees the
+    loss, with the gradient that reached its output held at the recorded value."""
+    x = np.array(x, dtype=float)
+    return numerical_grad(lambda: float((forward(x.copy()) * upstream).sum()), x)
+
+
+# ----------------------------------------------------------------------------- the last LayerNorm
+
+def ln3_backward():
+    ln = lambda r: r["ln"]["dec0.ln3"]
+    tab, values = runs_table([
+        ("dL/dYn₃ = dL/dH, from output_backward", "dY (argument)", lambda r: ln(r).arguments["dY"]),
+        ("x̂, the normalised rows", 'c["Xhat"]', lambda r: ln(r).arguments["c"]["Xhat"]),
+        ("s = 1/σ of each row", 'c["s"]', lambda r: ln(r).arguments["c"]["s"][:, 0]),
+        ("dγ₃ = Σₜ dY ⊙ x̂", "dg", lambda r: local(ln(r), "dg")),
+        ("dβ₃ = Σₜ dY", "db", lambda r: local(ln(r), "db")),
+        ("dx̂ = dY ⊙ γ", "dXhat", lambda r: local(ln(r), "dXhat", 1)),
+        ("mean of dx̂, per row", "mean_dXhat", lambda r: local(ln(r), "mean_dXhat")[:, 0]),
+        ("mean of dx̂ ⊙ x̂, per row", "mean_dXhat_Xhat", lambda r: local(ln(r), "mean_dXhat_Xhat")[:, 0]),
+        ("dL/dY₃ = s (dx̂ - mean(dx̂) - x̂ mean(dx̂ ⊙ x̂))", "dX", lambda r: local(ln(r), "dX")),
+        ("Σⱼ dL/dY₃, per row: the mean direction removed", "dX.sum(-1)", lambda r: local(ln(r), "dX").sum(-1), fmt_tiny),
+        ("Σⱼ dL/dY₃ ⊙ x̂, per row: the scale direction removed", "(dX * Xhat).sum(-1)",
+         lambda r: (local(ln(r), "dX") * ln(r).arguments["c"]["Xhat"]).sum(-1), fmt_tiny),
+    ], caption="The first layer_norm_backward call of the backward pass: decoder_layer_backward's ln3. "
+               "Recorded from the run; γ = 1, so dx̂ = dY here.")
+    rows = []
+    for run in RUN_NAMES:
+        rec = record(run)
+        t = ln(rec)
+        Y3 = rec["fwd"]["dec0.Y3"]
+        g, b = rec["params"]["dec0.ln3_g"], rec["params"]["dec0.ln3_b"]
+        numeric = vjp_numeric(lambda x: layer_norm_forward(x, g, b, toy_cfg().ln_eps)[0], Y3, t.arguments["dY"])
+        rows.append((f"dL/dY₃, {WHICH[run]}", local(t, "dX"), numeric))
+    rows += param_checks(["dec0.ln3_g", "dec0.ln3_b"])
+    return ExampleResult([tab, gradcheck_table(rows)], SOURCE + "; layer_norm_backward's call for dec0.ln3, "
+                         "recorded in the real backward pass",
+                         data=dict(values=values, checks=rows, config=toy_cfg(),
+                                   lengths=dict(S=len(SRC_IDS), T=len(TGT_IN))))
