@@ -551,3 +551,24 @@ def test_ln3_backward(direct):
     np.testing.assert_allclose(direct["db3"], dH.sum(0), rtol=1e-13)
     assert np.abs(direct["dY3"].sum(-1)).max() < 1e-15 and np.abs((direct["dY3"] * Xhat).sum(-1)).max() < 1e-15
     assert_checks_pass(result)
+
+
+def test_ffn_backward(direct):
+    result = backward_example("ffn_backward_step")
+    layer, p = direct["layer"], direct["params"]
+    dA = direct["dY3"] @ p["dec0.ff2_w"].T
+    dW2 = result.data["values"]["dW2"][1]
+    np.testing.assert_allclose(dW2, layer["ff"]["A"].T @ direct["dY3"], rtol=1e-13)
+    dZ = result.data["values"]["dZ"][1]
+    np.testing.assert_array_equal(dZ, dA * layer["ff"]["positive"])
+    assert np.all(dZ[~layer["ff"]["positive"]] == 0.0) and np.abs(dA[~layer["ff"]["positive"]]).sum() > 0
+    dW1, dXn = result.data["values"]["dW1"][1], result.data["values"]["dXn"][1]
+    np.testing.assert_allclose(dW1, layer["ff"]["Xn"].T @ dZ, rtol=1e-13)
+    np.testing.assert_allclose(result.data["values"]["dYn2 (in decoder_layer_backward)"][1], direct["dY3"] + dXn, rtol=1e-15)
+    dead = ~layer["ff"]["positive"].any(0)                 # units shut in every row: no weight gradient at all
+    assert result.data["closed"]["exact"] == int((~layer["ff"]["positive"]).sum())
+    assert dead.any() and np.all(dW1[:, dead] == 0.0) and np.all(dW2[dead] == 0.0)
+    assert int(dead.sum()) * len(dZ) == result.data["closed"]["exact"]          # the same units in both rows
+    hand_gate = result.data["gate"]["hand"]
+    np.testing.assert_array_equal(hand_gate[0], ~hand_gate[1])                   # each row opens what the other shuts
+    assert_checks_pass(result)

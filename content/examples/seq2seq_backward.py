@@ -31,9 +31,11 @@ from content.examples.seq2seq_step import (SOURCE, SRC_IDS, TGT_IN, TGT_OUT, han
 
 RUN_COLS = ["Step", "Code", "This code, from the derivation's inputs", "This code, exact inputs", "Shape"]
 RUN_NAMES = ("hand", "exact")
+NO_VALUE = "does not apply"           # the derivation's inputs X and Y are given arrays: no embedding table
 TARGETS = ["model.ops.layer_norm_backward", "model.transformer.ffn_backward", "model.ops.relu_backward",
            "model.attention.mha_backward", "model.ops.softmax_backward", "model.ops.linear_backward",
-           "model.seq2seq.embed_backward", "model.seq2seq.output_backward", "model.ops.cross_entropy_backward"]
+           "model.seq2seq.embed_backward", "model.seq2seq.output_backward", "model.ops.cross_entropy_backward",
+           "model.seq2seq.decoder_layer_backward", "model.seq2seq.encoder_layer_backward"]
 LN_ORDER = ("dec0.ln3", "dec0.ln2", "dec0.ln1", "enc0.ln2", "enc0.ln1")   # the order backward calls them
 _MEMO = {}
 
@@ -84,6 +86,8 @@ def record(name):
     rec["softmax"] = {p: nearest(calls["model.ops.softmax_backward"], t, after=True) for p, t in rec["mha"].items()}
     rec["relu"] = {p: nearest(calls["model.ops.relu_backward"], t, after=True) for p, t in rec["ffn"].items()}
     rec["embed"] = {t.arguments["c"]["table"]: t for t in calls.get("model.seq2seq.embed_backward", [])}
+    rec["dec"] = calls["model.seq2seq.decoder_layer_backward"][0]
+    rec["enc"] = calls["model.seq2seq.encoder_layer_backward"][0]
     _MEMO[name] = rec
     return rec
 
@@ -137,7 +141,8 @@ def runs_table(spec, caption=""):
     for label, code, get, *fmt in spec:
         show = fmt[0] if fmt else fmt_array
         vh, ve = get(record("hand")), get(record("exact"))
-        rows.append([label, code, show(vh), show(ve), shape_text(vh)])
+        shown = [NO_VALUE if v is None else show(v) for v in (vh, ve)]
+        rows.append([label, code, *shown, shape_text(ve if vh is None else vh)])
         values[code] = (np.asarray(vh), np.asarray(ve))
     return table(RUN_COLS, rows, caption), values
 
@@ -196,4 +201,45 @@ def ln3_backward():
     return ExampleResult([tab, gradcheck_table(rows)], SOURCE + "; layer_norm_backward's call for dec0.ln3, "
                          "recorded in the real backward pass",
                          data=dict(values=values, checks=rows, config=toy_cfg(),
+                                   lengths=dict(S=len(SRC_IDS), T=len(TGT_IN))))
+
+
+# ----------------------------------------------------------------------------- the feed-forward network
+
+def units(mask):
+    """The widened units a boolean gate lets through, row by row: 'row 0: 0 1 4 5; row 1: 2 3 6 7'."""
+    return "; ".join(f"row {t}: " + (" ".join(str(j) for j in np.flatnonzero(m)) or "none")
+                     for t, m in enumerate(np.atleast_2d(mask)))
+
+
+def ffn_backward_step():
+    f = lambda r: r["ffn"]["dec0."]
+    gate = lambda r: f(r).arguments["c"]["positive"]
+    tab, values = runs_table([
+        ("dL/dFFN, the gradient reaching the network's output: dL/dY₃", "dOut (argument)", lambda r: f(r).arguments["dOut"]),
+        ("Z > 0, the ReLU gate of each widened unit (1 = open)", 'c["positive"]', lambda r: gate(r).astype(float)),
+        ("The units the gate lets through", 'np.flatnonzero(c["positive"][t])', gate, units),
+        ("dA = dOut W₂ᵀ, before the gate", "dA", lambda r: local(f(r), "dA")),
+        ("dZ = dA ⊙ 1[Z > 0], after the gate", "dZ", lambda r: local(f(r), "dZ")),
+        ("Gradient the gate blocks: |dA| summed where Z ≤ 0", "np.abs(dA[~positive]).sum()",
+         lambda r: np.abs(local(f(r), "dA")[~gate(r)]).sum()),
+        ("dW₂ = Aᵀ dOut", "dW2", lambda r: local(f(r), "dW2")),
+        ("db₂ = Σₜ dOut", "db2", lambda r: local(f(r), "db2")),
+        ("dW₁ = Xₙᵀ dZ", "dW1", lambda r: local(f(r), "dW1")),
+        ("dXₙ = dZ W₁ᵀ, the network's input gradient", "dXn", lambda r: local(f(r), "dXn")),
+        ("dL/dYₙ₂ = dY₃ + dXₙ: the residual path plus the network's", "dYn2 (in decoder_layer_backward)",
+         lambda r: local(r["dec"], "dYn2")),
+    ], caption="The ffn_backward call for dec0. (the decoder's network), recorded. W₁ = [I | I] copies each row "
+               "twice, so units j and j + d_model share a gate.")
+    rows = []
+    for run in RUN_NAMES:
+        rec = record(run)
+        t, params = f(rec), rec["params"]
+        numeric = vjp_numeric(lambda x: ffn_forward(x, params, "dec0.")[0], rec["fwd"]["dec0.Yn2"], t.arguments["dOut"])
+        rows.append((f"dXn, {WHICH[run]}", local(t, "dXn"), numeric))
+    rows += param_checks(["dec0.ff1_w", "dec0.ff1_b", "dec0.ff2_w", "dec0.ff2_b"])
+    closed = {run: int((~gate(record(run))).sum()) for run in RUN_NAMES}
+    return ExampleResult([tab, gradcheck_table(rows)], SOURCE + "; ffn_backward's call for dec0., recorded",
+                         data=dict(values=values, checks=rows, closed=closed, config=toy_cfg(),
+                                   gate={run: gate(record(run)) for run in RUN_NAMES},
                                    lengths=dict(S=len(SRC_IDS), T=len(TGT_IN))))
