@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from model import seq2seq as s2s
-from model.attention import causal_mask, mha_forward, split_heads
+from model.attention import causal_mask, merge_heads, mha_forward, split_heads
+from model.transformer import ffn_backward
 from model.ops import (cross_entropy_forward, cross_entropy_backward, layer_norm_forward, layer_norm_backward,
                        smoothed_targets)
 from model.optim import AdamW, noam_lr
@@ -571,4 +572,39 @@ def test_ffn_backward(direct):
     assert int(dead.sum()) * len(dZ) == result.data["closed"]["exact"]          # the same units in both rows
     hand_gate = result.data["gate"]["hand"]
     np.testing.assert_array_equal(hand_gate[0], ~hand_gate[1])                   # each row opens what the other shuts
+    assert_checks_pass(result)
+
+
+def cross_direct(direct):
+    """Cross-attention's backward by direct calls: dY2 from the second LayerNorm, then each formula."""
+    layer, p = direct["layer"], direct["params"]
+    dXn = ffn_backward(direct["dY3"], layer["ff"], p, "dec0.", {k: np.zeros_like(x) for k, x in p.items()})
+    dY2, _, _ = layer_norm_backward(direct["dY3"] + dXn, layer["ln2"], p["dec0.ln2_g"])
+    return dY2, layer["cross"]
+
+
+def test_cross_backward(direct):
+    result = backward_example("cross_backward")
+    v = lambda code: result.data["values"][code][1]
+    p = direct["params"]
+    dY2, c = cross_direct(direct)
+    np.testing.assert_array_equal(v("dY2 (in decoder_layer_backward)"), dY2)
+    A, Qh, Kh, Vh = c["A"], c["Qh"], c["Kh"], c["Vh"]
+    dOh = split_heads(dY2 @ p["dec0.cross.wo"].T, A.shape[0])
+    np.testing.assert_allclose(v("dVh[0]"), A[0].T @ dOh[0], rtol=1e-13, atol=1e-16)
+    dA = dOh @ Vh.swapaxes(-1, -2)
+    np.testing.assert_allclose(v("dA[0]"), dA[0], rtol=1e-13, atol=1e-16)
+    dS = A * (dA - (dA * A).sum(-1, keepdims=True))
+    np.testing.assert_allclose(v("softmax_backward(dA, A)[0]"), dS[0], rtol=1e-12, atol=1e-17)
+    for i in range(A.shape[1]):                      # the Jacobian row by row: diag(a) - a a^T
+        a = A[0, i]
+        np.testing.assert_allclose((np.diag(a) - np.outer(a, a)) @ dA[0, i], dS[0, i], rtol=1e-12, atol=1e-17)
+    dk = math.sqrt(Qh.shape[-1])
+    np.testing.assert_allclose(v("dQh[0]"), dS[0] @ Kh[0] / dk, rtol=1e-12, atol=1e-17)
+    np.testing.assert_allclose(v("dKh[0]"), dS[0].T @ Qh[0] / dk, rtol=1e-12, atol=1e-17)
+    np.testing.assert_allclose(v("dWq"), c["Xq"].T @ merge_heads(dS @ Kh / dk), rtol=1e-12, atol=1e-17)
+    assert np.abs(v("dbk")).max() < 1e-16
+    jac = result.blocks[1]
+    for row in jac["rows"]:
+        assert row[4] == row[5], row                 # J dA, from central differences, shows softmax_backward's digits
     assert_checks_pass(result)

@@ -95,6 +95,8 @@ def record(name):
 def nearest(traces, caller, after=False):
     """The first of `traces` that started after `caller` did (the call it made)."""
     return min((t for t in traces if t.call_index > caller.call_index), key=lambda t: t.call_index)
+# A traced call's `result` is the returned object itself, which a caller may change in place afterwards
+# (mha_backward divides softmax_backward's dS by sqrt(d_k)): read values from the snapshots of its locals.
 
 
 PARAM_ARG = re.compile(r'params\[(?:p \+ )?"(\w+)"\]')
@@ -242,4 +244,101 @@ def ffn_backward_step():
     return ExampleResult([tab, gradcheck_table(rows)], SOURCE + "; ffn_backward's call for dec0., recorded",
                          data=dict(values=values, checks=rows, closed=closed, config=toy_cfg(),
                                    gate={run: gate(record(run)) for run in RUN_NAMES},
+                                   lengths=dict(S=len(SRC_IDS), T=len(TGT_IN))))
+
+
+# ----------------------------------------------------------------------------- cross-attention
+
+def softmax_jacobian(P_row):
+    """The Jacobian of the model's softmax_forward at one row, by central differences: J[i, j] = dP_i / dS_j.
+    The code never forms it; it is here to show what softmax_backward applies without forming it."""
+    from model.ops import softmax_forward
+    S = np.log(P_row)                            # a row of scores with these weights (softmax is shift-invariant)
+    return np.stack([numerical_grad(lambda: float(softmax_forward(S.copy())[0][i]), S) for i in range(S.size)])
+
+
+def attention_rows(p, head=0):
+    """The rows of one attention's backward, head `head`, both runs: the recorded locals of mha_backward."""
+    m = lambda r: r["mha"][p]
+    sm = lambda r: r["softmax"][p]
+    return [
+        ("dL/dO, the gradient reaching the heads' mix: dOut W_Oᵀ", "dO", lambda r: local(m(r), "dO")),
+        (f"dV = Aᵀ dO, head {head}", f"dVh[{head}]", lambda r: local(m(r), "dVh")[head]),
+        (f"dA = dO Vᵀ, head {head}", f"dA[{head}]", lambda r: local(m(r), "dA")[head]),
+        (f"dA - Σⱼ A dA, head {head} (softmax_backward's first line)", f"dS[{head}] (in softmax_backward, line 1)",
+         lambda r: local(sm(r), "dS", 1)[head]),
+        (f"dL/dS = A ⊙ (dA - Σⱼ A dA), head {head}", f"softmax_backward(dA, A)[{head}]", lambda r: local(sm(r), "dS")[head]),
+        ("Each row of dL/dS sums to 0, every head", "softmax_backward(dA, A).sum(-1)",
+         lambda r: local(sm(r), "dS").sum(-1), fmt_tiny),
+        (f"dS / √d_k, head {head}", f"dS[{head}]", lambda r: local(m(r), "dS")[head]),
+        (f"dQ = (dS/√d_k) K, head {head}", f"dQh[{head}]", lambda r: local(m(r), "dQh")[head]),
+        (f"dK = (dS/√d_k)ᵀ Q, head {head}", f"dKh[{head}]", lambda r: local(m(r), "dKh")[head]),
+        ("dW_Q = Xᵀ dQ, the heads side by side", "dWq", lambda r: local(m(r), "dWq")),
+        ("dW_K = Xₖᵥᵀ dK", "dWk", lambda r: local(m(r), "dWk")),
+        ("dW_V = Xₖᵥᵀ dV", "dWv", lambda r: local(m(r), "dWv")),
+        ("dW_O = Oᵀ dOut", "dWo", lambda r: local(m(r), "dWo")),
+        ("db_K = Σ dK: 0, because each row of dS sums to 0", "dbk", lambda r: local(m(r), "dbk"), fmt_tiny),
+        ("dL/dXq, the queries' input gradient", "dXq", lambda r: local(m(r), "dXq")),
+        ("dL/dXₖᵥ = dXk + dXv, the keys' and values' input gradient", "dXk + dXv",
+         lambda r: local(m(r), "dXk") + local(m(r), "dXv")),
+    ]
+
+
+def jacobian_table(p, head=0):
+    """Row by row: the softmax Jacobian at A's row (central differences of softmax_forward), J dA, and the
+    recorded softmax_backward result, which applies it without forming J."""
+    rows = []
+    for run in RUN_NAMES:
+        rec = record(run)
+        sm = rec["softmax"][p]
+        A, dA = sm.arguments["P"][head], sm.arguments["dP"][head]
+        for i in range(A.shape[0]):
+            J = softmax_jacobian(A[i])
+            rows.append([WHICH[run], f"row {i}", fmt_array(A[i]), fmt_array(J), fmt_array(J @ dA[i]),
+                         fmt_array(local(sm, "dS")[head, i])])
+    return table(["Run", "Row i", "Aᵢ", "Jᵢ = ∂Aᵢ/∂Sᵢ (central differences)", "Jᵢ dAᵢ", "softmax_backward, row i"],
+                 rows, caption=f"Head {head}. Jᵢ is symmetric and each of its rows sums to 0 (up to the differences' "
+                               "error); softmax_backward gives Jᵢ dAᵢ as Aᵢ ⊙ (dAᵢ - Aᵢ · dAᵢ).")
+
+
+def decoder_inputs(run):
+    """The decoder's input Y and the memory, as the run's forward pass made them."""
+    fwd = record(run)["fwd"]
+    return fwd["dec0.Y"], fwd["enc0.Xn2"]
+
+
+def memory_check(run):
+    """dL/dmemory against central differences of the loss as decode_forward's function of the memory."""
+    rec, cfg = record(run), toy_cfg()
+    Y, memory = decoder_inputs(run)
+    memory = memory.copy()
+    f = lambda: cross_entropy_forward(s2s.decoder_forward(Y, memory, rec["params"], cfg)[0], TGT_OUT,
+                                      cfg.label_smoothing)[0]
+    m = rec["mha"]["dec0.cross."]
+    return (f"dL/dmemory, {WHICH[run]}", local(m, "dXk") + local(m, "dXv"), numerical_grad(f, memory))
+
+
+def cross_backward():
+    p = "dec0.cross."
+    tab, values = runs_table([
+        ("dL/dY₂: dL/dYₙ₂ through the second LayerNorm (ln2)", "dY2 (in decoder_layer_backward)",
+         lambda r: local(r["dec"], "dY2")),
+        ("A, head 0 (forward)", 'c["A"][0]', lambda r: r["mha"][p].arguments["c"]["A"][0]),
+        *attention_rows(p),
+        ("dL/dDEC₁ = dY₂ + dXq: the residual path plus the queries'", "dYn1 (in decoder_layer_backward)",
+         lambda r: local(r["dec"], "dYn1")),
+    ], caption="The mha_backward call for dec0.cross., recorded, and its softmax_backward call. The keys' bias "
+               "never gets a gradient: adding a constant to every key adds the same number to a whole row of scores.")
+    rows = [memory_check(run) for run in RUN_NAMES]
+    for run in RUN_NAMES:
+        rec = record(run)
+        m, params = rec["mha"][p], rec["params"]
+        Y, memory = decoder_inputs(run)
+        numeric = vjp_numeric(lambda x: mha_forward(x, memory, params, p, toy_cfg().num_heads)[0],
+                              rec["fwd"]["dec0.Yn1"], m.arguments["dOut"])
+        rows.append((f"dL/dXq, {WHICH[run]}", local(m, "dXq"), numeric))
+    rows += param_checks([p + "wq", p + "wk", p + "wv", p + "wo"])
+    return ExampleResult([tab, jacobian_table(p), gradcheck_table(rows)],
+                         SOURCE + "; mha_backward's call for dec0.cross., recorded",
+                         data=dict(values=values, checks=rows, config=toy_cfg(),
                                    lengths=dict(S=len(SRC_IDS), T=len(TGT_IN))))
