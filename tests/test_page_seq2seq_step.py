@@ -608,3 +608,34 @@ def test_cross_backward(direct):
     for row in jac["rows"]:
         assert row[4] == row[5], row                 # J dA, from central differences, shows softmax_backward's digits
     assert_checks_pass(result)
+
+
+def test_masked_self_attention_backward(direct, mod):
+    result = backward_example("masked_backward")
+    v = lambda code, run=1: result.data["values"][code][run]
+    p, c = direct["params"], direct["layer"]["self"]
+    T = c["A"].shape[-1]
+    hidden = ~causal_mask(T)
+    assert np.all(c["A"][:, hidden] == 0.0)
+    assert np.abs(v("dA[0]")[hidden]).max() > 0                # the weight's gradient is not 0 there ...
+    for run in ("hand", "exact"):
+        assert np.all(result.data["hidden_dS"][run] == 0.0)     # ... the score's is, exactly, in every head
+    assert np.all(v("dKh[0]") == 0.0) and np.all(v("dWk") == 0.0) and np.all(p["dec0.self.wq"] == 0.0)
+    _, grads = s2s.loss_and_grads(p, mod.SRC_IDS, mod.TGT_IN, mod.TGT_OUT, mod.toy_cfg())
+    np.testing.assert_allclose(v("return[0] of decoder_layer_backward"), grads["tgt_emb"][mod.TGT_IN] / math.sqrt(p["tgt_emb"].shape[1]), rtol=1e-13)
+    assert_checks_pass(result)
+
+
+def test_embedding_backward(mod):
+    result = backward_example("embed_backward_step")
+    cfg, p = mod.toy_cfg(), mod.toy_params()
+    _, grads = s2s.loss_and_grads(p, mod.SRC_IDS, mod.TGT_IN, mod.TGT_OUT, cfg)
+    dY = result.data["values"]["dX (argument, target)"][1]
+    np.testing.assert_array_equal(result.data["values"]["dE (target)"][1], dY * math.sqrt(cfg.d_model))
+    expected = np.zeros_like(p["tgt_emb"])
+    np.add.at(expected, mod.TGT_IN, dY * math.sqrt(cfg.d_model))
+    np.testing.assert_allclose(grads["tgt_emb"], expected, rtol=1e-14)
+    unused = np.setdiff1d(np.arange(cfg.tgt_vocab_size), mod.TGT_IN)
+    assert np.all(grads["tgt_emb"][unused] == 0.0) and np.abs(grads["src_emb"]).sum() > 0
+    np.testing.assert_array_equal(result.data["values"]['grads["src_emb"]'][1], grads["src_emb"])
+    assert_checks_pass(result)

@@ -23,7 +23,7 @@ from model import seq2seq as s2s
 from model.gradcheck import numerical_grad
 from model.ops import cross_entropy_forward, cross_entropy_backward, layer_norm_forward
 from model.transformer import ffn_forward
-from model.attention import mha_forward, merge_heads
+from model.attention import causal_mask, mha_forward
 from site_builder.run.examples import ExampleResult, table, gradcheck_table, fmt_array, fmt_number
 from site_builder.run.trace import trace_calls
 from content.examples.seq2seq_step import (SOURCE, SRC_IDS, TGT_IN, TGT_OUT, hand_run, exact_run, toy_cfg,
@@ -86,6 +86,9 @@ def record(name):
     rec["softmax"] = {p: nearest(calls["model.ops.softmax_backward"], t, after=True) for p, t in rec["mha"].items()}
     rec["relu"] = {p: nearest(calls["model.ops.relu_backward"], t, after=True) for p, t in rec["ffn"].items()}
     rec["embed"] = {t.arguments["c"]["table"]: t for t in calls.get("model.seq2seq.embed_backward", [])}
+    embed = rec["embed"]
+    rec["dY"] = embed["tgt_emb"].arguments["dX"] if embed else result[2]     # the decoder input's gradient
+    rec["dX"] = embed["src_emb"].arguments["dX"] if embed else result[3]     # the encoder input's gradient
     rec["dec"] = calls["model.seq2seq.decoder_layer_backward"][0]
     rec["enc"] = calls["model.seq2seq.encoder_layer_backward"][0]
     _MEMO[name] = rec
@@ -134,7 +137,7 @@ def local(trace, name, n=None):
 def fmt_tiny(a):
     """A value that is 0 up to rounding, in the digits that show how close: [1.4e-17, 0.0e+00]."""
     a = np.asarray(a)
-    return f"{float(a):.1e}" if a.ndim == 0 else "[" + ", ".join(fmt_tiny(x) for x in a) + "]"
+    return f"{float(a) + 0.0:.1e}" if a.ndim == 0 else "[" + ", ".join(fmt_tiny(x) for x in a) + "]"
 
 
 def runs_table(spec, caption=""):
@@ -342,3 +345,84 @@ def cross_backward():
                          SOURCE + "; mha_backward's call for dec0.cross., recorded",
                          data=dict(values=values, checks=rows, config=toy_cfg(),
                                    lengths=dict(S=len(SRC_IDS), T=len(TGT_IN))))
+
+
+# ----------------------------------------------------------------------------- masked self-attention
+
+def masked_backward():
+    p = "dec0.self."
+    m = lambda r: r["mha"][p]
+    hidden = lambda a: a[:, ~causal_mask(a.shape[-1])]          # every head's entries above the diagonal
+    tab, values = runs_table([
+        ("dL/dY₁: dL/dDEC₁ through the first LayerNorm (ln1)", "dY1 (in decoder_layer_backward)",
+         lambda r: local(r["dec"], "dY1")),
+        ("A, head 0 (forward): the hidden weight is 0", 'c["A"][0]', lambda r: m(r).arguments["c"]["A"][0]),
+        ("dA = dO Vᵀ, head 0: the hidden entry gets a gradient here", "dA[0]", lambda r: local(m(r), "dA")[0]),
+        ("dL/dS, head 0: A ⊙ (...) is 0 where A is", "softmax_backward(dA, A)[0]", lambda r: local(r["softmax"][p], "dS")[0]),
+        ("dL/dS at every hidden entry, every head", "dS[:, ~causal_mask(T)]", lambda r: hidden(local(m(r), "dS")), fmt_tiny),
+        ("Exactly 0, in every head", "np.all(dS[:, ~causal_mask(T)] == 0)",
+         lambda r: np.all(hidden(local(m(r), "dS")) == 0.0), yes_no),
+        ("dQ, head 0", "dQh[0]", lambda r: local(m(r), "dQh")[0]),
+        ("dK = (dS/√d_k)ᵀ Q, head 0: 0, because the chosen W_Q makes Q = 0", "dKh[0]", lambda r: local(m(r), "dKh")[0]),
+        ("dW_Q = Yᵀ dQ", "dWq", lambda r: local(m(r), "dWq")),
+        ("dW_K = Yᵀ dK", "dWk", lambda r: local(m(r), "dWk")),
+        ("dW_V = Yᵀ dV", "dWv", lambda r: local(m(r), "dWv")),
+        ("dL/dY = dY₁ + dYq + dYkv: the residual, the queries, the keys and values", "return[0] of decoder_layer_backward",
+         lambda r: r["dY"]),
+    ], caption="The mha_backward call for dec0.self., recorded. Each run's loss covers both positions; the table of "
+               "'Where the gradient goes' below puts the loss on position 0 alone.")
+    rows = []
+    for run in RUN_NAMES:
+        rec = record(run)
+        params = rec["params"]
+        Y = rec["fwd"]["dec0.Y"]
+        numeric = vjp_numeric(lambda x: mha_forward(x, x, params, p, toy_cfg().num_heads, causal_mask(len(x)))[0],
+                              Y, m(rec).arguments["dOut"])
+        rows.append((f"dYq + dYkv, {WHICH[run]}", local(m(rec), "dXq") + local(m(rec), "dXk") + local(m(rec), "dXv"),
+                     numeric))
+    rows += param_checks([p + "wq", p + "wk", p + "wv", p + "wo"])
+    hidden_dS = {run: hidden(local(m(record(run)), "dS")) for run in RUN_NAMES}
+    return ExampleResult([tab, gradcheck_table(rows)], SOURCE + "; mha_backward's call for dec0.self., recorded",
+                         data=dict(values=values, checks=rows, hidden_dS=hidden_dS, config=toy_cfg(),
+                                   lengths=dict(S=len(SRC_IDS), T=len(TGT_IN))))
+
+
+def yes_no(b):
+    return "yes" if bool(b) else "no"
+
+
+# ----------------------------------------------------------------------------- the embeddings
+
+def embed_backward_step():
+    cfg = toy_cfg()
+    e = lambda r, table: r["embed"].get(table)
+    tab, values = runs_table([
+        ("dL/dY, the decoder input's gradient", "dX (argument, target)", lambda r: r["dY"]),
+        ("dE = dY · √d_model (the forward pass scaled the rows)", "dE (target)",
+         lambda r: local(e(r, "tgt_emb"), "dE") if r["embed"] else None),
+        ("grads[\"tgt_emb\"]: each row the sum over the positions that looked it up", 'grads["tgt_emb"]',
+         lambda r: r["grads"]["tgt_emb"] if r["embed"] else None),
+        ("dL/dmemory, into the encoder", "dmemory", lambda r: local(r["mha"]["dec0.cross."], "dXk")
+         + local(r["mha"]["dec0.cross."], "dXv")),
+        ("dL/dX, the encoder input's gradient (after encoder_layer_backward)", "dX (argument, source)", lambda r: r["dX"]),
+        ("grads[\"src_emb\"]", 'grads["src_emb"]', lambda r: r["grads"]["src_emb"] if r["embed"] else None),
+        ("Rows of the target table no position looked up (am, EOS): their gradient", 'grads["tgt_emb"][2:]',
+         lambda r: r["grads"]["tgt_emb"][2:] if r["embed"] else None),
+    ], caption="The embed_backward calls of loss_and_grads, recorded (the decoder's first, then the encoder's). The "
+               "derivation's route starts from given X and Y, so it has no table to reach: its X and Y gradients "
+               "are the end of its backward pass.")
+    rows = []
+    for run in RUN_NAMES:
+        rec = record(run)
+        params = {k: v.copy() for k, v in rec["params"].items()}
+        if run == "exact":
+            rows += [(f'grads["{k}"], exact inputs', rec["grads"][k], numerical_grad(lambda: loss_of(run, params), params[k]))
+                     for k in ("tgt_emb", "src_emb")]
+            continue
+        X, Y = rec["fwd"]["enc0.X"].copy(), rec["fwd"]["dec0.Y"].copy()
+        f = lambda: cross_entropy_forward(s2s.decoder_forward(Y, s2s.encoder_forward(X, params, cfg)[0], params, cfg)[0],
+                                          TGT_OUT, cfg.label_smoothing)[0]
+        rows += [("dL/dY, derivation's inputs", rec["dY"], numerical_grad(f, Y)),
+                 ("dL/dX, derivation's inputs", rec["dX"], numerical_grad(f, X))]
+    return ExampleResult([tab, gradcheck_table(rows)], SOURCE + "; embed_backward's calls, recorded",
+                         data=dict(values=values, checks=rows, config=cfg, lengths=dict(S=len(SRC_IDS), T=len(TGT_IN))))
