@@ -639,3 +639,12 @@ def test_embedding_backward(mod):
     assert np.all(grads["tgt_emb"][unused] == 0.0) and np.abs(grads["src_emb"]).sum() > 0
     np.testing.assert_array_equal(result.data["values"]['grads["src_emb"]'][1], grads["src_emb"])
     assert_checks_pass(result)
+
+
+def test_one_pattern_on_every_linear_layer(mod):
+    result = backward_example("one_pattern")
+    p = mod.toy_params()
+    weights = {k for k, v in p.items() if v.ndim == 2 and not k.endswith("_emb")}
+    assert set(result.data["gaps"]) == weights and result.data["count"] == len(weights)
+    assert result.data["worst_dW"] == 0.0 and result.data["worst_dX"] == 0.0
+    assert result.data["worst_numeric"] < 1e-8

@@ -426,3 +426,37 @@ def embed_backward_step():
                  ("dL/dX, derivation's inputs", rec["dX"], numerical_grad(f, X))]
     return ExampleResult([tab, gradcheck_table(rows)], SOURCE + "; embed_backward's calls, recorded",
                          data=dict(values=values, checks=rows, config=cfg, lengths=dict(S=len(SRC_IDS), T=len(TGT_IN))))
+
+
+# ----------------------------------------------------------------------------- the one pattern
+
+def gap(a, b):
+    return float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
+
+
+def one_pattern():
+    """For every linear layer of the exact run's step: the recorded X and G = dL/dY of its
+    linear_backward call, the pattern's X^T G and G W^T, against the gradient loss_and_grads returned,
+    the dX the call returned, and central differences of the whole loss in W."""
+    rec = record("exact")
+    params = {k: v.copy() for k, v in rec["params"].items()}
+    rows, gaps = [], {}
+    for name, t in rec["linear"].items():
+        X, G, W = (t.arguments[k] for k in ("X", "dY", "W"))
+        X2, G2 = X.reshape(-1, X.shape[-1]), G.reshape(-1, G.shape[-1])
+        pattern_dW, pattern_dX = X2.T @ G2, (G2 @ W.T).reshape(X.shape)
+        numeric = numerical_grad(lambda: loss_of("exact", params), params[name])
+        gaps[name] = dict(dW=gap(rec["grads"][name], pattern_dW), dX=gap(local(t, "dX"), pattern_dX),
+                          numeric=gap(pattern_dW, numeric))
+        rows.append([f'{name}', f"{X.shape} · {G.shape}", shape_text(W),
+                     f"{gaps[name]['dW']:.1e}", f"{gaps[name]['dX']:.1e}", f"{gaps[name]['numeric']:.1e}"])
+    tab = table(["Weight W", "X, G", "W's shape", "|grads[W] - XᵀG|, largest", "|dX - G Wᵀ|, largest",
+                 "|XᵀG - central differences|, largest"], rows,
+                caption=f"Every linear_backward call of loss_and_grads ({len(rows)}), in the order the backward pass made "
+                        "them; each named by the parameter its caller passed. X and G are the call's recorded arguments; "
+                        "XᵀG and G Wᵀ are formed here, from them.")
+    return ExampleResult([tab], SOURCE + "; every linear_backward call of loss_and_grads, recorded",
+                         data=dict(gaps=gaps, count=len(rows),
+                                   worst_dW=max(g["dW"] for g in gaps.values()),
+                                   worst_dX=max(g["dX"] for g in gaps.values()),
+                                   worst_numeric=max(g["numeric"] for g in gaps.values())))
