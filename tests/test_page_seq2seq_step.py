@@ -648,3 +648,15 @@ def test_one_pattern_on_every_linear_layer(mod):
     assert set(result.data["gaps"]) == weights and result.data["count"] == len(weights)
     assert result.data["worst_dW"] == 0.0 and result.data["worst_dX"] == 0.0
     assert result.data["worst_numeric"] < 1e-8
+
+
+def test_sizes_against_the_paper(mod):
+    result = backward_example("sizes")
+    base, toy = result.data["base"], result.data["toy"]
+    # the paper's Table 3, base row: N = 6, d_model = 512, d_ff = 2048, h = 8, d_k = d_v = 64
+    assert (base.d_model, base.num_heads, base.d_ff, base.num_enc_layers, base.num_dec_layers) == (512, 8, 2048, 6, 6)
+    assert base.head_dim == base.d_model // base.num_heads == 64
+    assert toy == mod.toy_cfg() and result.data["agree"]
+    rows = {r[1]: r for r in result.blocks[0]["rows"]}
+    assert rows["cfg.d_model"][2:5] == [str(toy.d_model), "512", mod.hand_text("base_d_model")]
+    assert result.data["width_ratio"] == base.d_model // toy.d_model

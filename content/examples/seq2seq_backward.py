@@ -26,8 +26,9 @@ from model.transformer import ffn_forward
 from model.attention import causal_mask, mha_forward
 from site_builder.run.examples import ExampleResult, table, gradcheck_table, fmt_array, fmt_number
 from site_builder.run.trace import trace_calls
-from content.examples.seq2seq_step import (SOURCE, SRC_IDS, TGT_IN, TGT_OUT, hand_run, exact_run, toy_cfg,
-                                           toy_params, shape_text, fmt_sci)
+from model.config import Seq2SeqConfig
+from content.examples.seq2seq_step import (NOT_GIVEN, SOURCE, SRC_IDS, TGT_IN, TGT_OUT, hand_run, exact_run, hand_text,
+                                           toy_cfg, toy_params, shape_text, fmt_sci)
 
 RUN_COLS = ["Step", "Code", "This code, from the derivation's inputs", "This code, exact inputs", "Shape"]
 RUN_NAMES = ("hand", "exact")
@@ -460,3 +461,43 @@ def one_pattern():
                                    worst_dW=max(g["dW"] for g in gaps.values()),
                                    worst_dX=max(g["dX"] for g in gaps.values()),
                                    worst_numeric=max(g["numeric"] for g in gaps.values())))
+
+
+# ----------------------------------------------------------------------------- the toy against the paper
+
+# The paper's base model, as a config of this code: Vaswani et al. 2017, Table 3 ("base": N = 6,
+# d_model = 512, d_ff = 2048, h = 8, d_k = d_v = 64, eps_ls = 0.1) and Section 5.1 (a shared
+# source-target vocabulary of about 37000 tokens). Quoted numbers, not computed: the page says so.
+PAPER_BASE = Seq2SeqConfig(src_vocab_size=37000, tgt_vocab_size=37000, d_model=512, num_heads=8, d_ff=2048,
+                           num_enc_layers=6, num_dec_layers=6, label_smoothing=0.1, share_vocab=True)
+SIZE_ROWS = [("d_model, the width of every row", "d_model", "base_d_model"),
+             ("h, the heads of each attention", "num_heads", "base_heads"),
+             ("d_k = d_v = d_model / h, one head's width", "head_dim", "base_dk"),
+             ("d_ff, the feed-forward network's width", "d_ff", "base_d_ff"),
+             ("N, encoder layers", "num_enc_layers", "base_layers"),
+             ("N, decoder layers", "num_dec_layers", "base_layers"),
+             ("V, the target vocabulary", "tgt_vocab_size", "base_vocab"),
+             ("ε_ls, the label smoothing", "label_smoothing", None)]
+
+
+def sizes():
+    toy = toy_cfg()
+    rows, ratios = [], {}
+    for label, field, key in SIZE_ROWS:
+        a, b = getattr(toy, field), getattr(PAPER_BASE, field)
+        quoted = hand_text(key) if key else NOT_GIVEN
+        agrees = NOT_GIVEN if not key else yes_no(float(quoted) == float(b))
+        rows.append([label, f"cfg.{field}", str(a), str(b), quoted, agrees])
+        ratios[field] = b / a
+    count = sum(v.size for v in s2s.init_params(toy, np.random.default_rng(0)).values())
+    tab = table(["Size", "Config field", "The toy (toy_cfg(), as the examples ran)",
+                 "The paper's base model (quoted, as PAPER_BASE)", "The derivation's table (quoted)",
+                 "The derivation agrees with the paper"], rows,
+                caption="The toy's column is read from the config every example of this page ran with. The paper's is "
+                        "a Seq2SeqConfig built from the paper's Table 3 and Section 5.1 (the page quotes it): typed "
+                        "numbers of the paper, not measured here.")
+    return ExampleResult([tab], "toy_cfg() in content/examples/seq2seq_step.py and PAPER_BASE in "
+                         "content/examples/seq2seq_backward.py",
+                         data=dict(toy=toy, base=PAPER_BASE, ratios=ratios, toy_params=count,
+                                   width_ratio=PAPER_BASE.d_model // toy.d_model, toy_width=toy.d_model,
+                                   agree=all(r[5] != "no" for r in rows)))
