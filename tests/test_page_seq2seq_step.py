@@ -604,6 +604,7 @@ def test_cross_backward(direct):
     np.testing.assert_allclose(v("dKh[0]"), dS[0].T @ Qh[0] / dk, rtol=1e-12, atol=1e-17)
     np.testing.assert_allclose(v("dWq"), c["Xq"].T @ merge_heads(dS @ Kh / dk), rtol=1e-12, atol=1e-17)
     assert np.abs(v("dbk")).max() < 1e-16
+    np.testing.assert_allclose(v("dYn1 (in decoder_layer_backward)"), dY2 + v("dXq"), rtol=1e-15)
     jac = result.blocks[1]
     for row in jac["rows"]:
         assert row[4] == row[5], row                 # J dA, from central differences, shows softmax_backward's digits

@@ -189,9 +189,9 @@ def ln3_backward():
         ("dx̂ = dY ⊙ γ", "dXhat", lambda r: local(ln(r), "dXhat", 1)),
         ("mean of dx̂, per row", "mean_dXhat", lambda r: local(ln(r), "mean_dXhat")[:, 0]),
         ("mean of dx̂ ⊙ x̂, per row", "mean_dXhat_Xhat", lambda r: local(ln(r), "mean_dXhat_Xhat")[:, 0]),
-        ("dL/dY₃ = s (dx̂ - mean(dx̂) - x̂ mean(dx̂ ⊙ x̂))", "dX", lambda r: local(ln(r), "dX")),
-        ("Σⱼ dL/dY₃, per row: the mean direction removed", "dX.sum(-1)", lambda r: local(ln(r), "dX").sum(-1), fmt_tiny),
-        ("Σⱼ dL/dY₃ ⊙ x̂, per row: the scale direction removed", "(dX * Xhat).sum(-1)",
+        ("dL/dY3 = s (dx̂ - mean(dx̂) - x̂ mean(dx̂ ⊙ x̂))", "dX", lambda r: local(ln(r), "dX")),
+        ("Σⱼ dL/dY3, per row: the mean direction removed", "dX.sum(-1)", lambda r: local(ln(r), "dX").sum(-1), fmt_tiny),
+        ("Σⱼ dL/dY3 ⊙ x̂, per row: the scale direction removed", "(dX * Xhat).sum(-1)",
          lambda r: (local(ln(r), "dX") * ln(r).arguments["c"]["Xhat"]).sum(-1), fmt_tiny),
     ], caption="The first layer_norm_backward call of the backward pass: decoder_layer_backward's ln3. "
                "Recorded from the run; γ = 1, so dx̂ = dY here.")
@@ -202,7 +202,7 @@ def ln3_backward():
         Y3 = rec["fwd"]["dec0.Y3"]
         g, b = rec["params"]["dec0.ln3_g"], rec["params"]["dec0.ln3_b"]
         numeric = vjp_numeric(lambda x: layer_norm_forward(x, g, b, toy_cfg().ln_eps)[0], Y3, t.arguments["dY"])
-        rows.append((f"dL/dY₃, {WHICH[run]}", local(t, "dX"), numeric))
+        rows.append((f"dL/dY3, {WHICH[run]}", local(t, "dX"), numeric))
     rows += param_checks(["dec0.ln3_g", "dec0.ln3_b"])
     return ExampleResult([tab, gradcheck_table(rows)], SOURCE + "; layer_norm_backward's call for dec0.ln3, "
                          "recorded in the real backward pass",
@@ -222,7 +222,7 @@ def ffn_backward_step():
     f = lambda r: r["ffn"]["dec0."]
     gate = lambda r: f(r).arguments["c"]["positive"]
     tab, values = runs_table([
-        ("dL/dFFN, the gradient reaching the network's output: dL/dY₃", "dOut (argument)", lambda r: f(r).arguments["dOut"]),
+        ("dL/dFFN, the gradient reaching the network's output: dL/dY3", "dOut (argument)", lambda r: f(r).arguments["dOut"]),
         ("Z > 0, the ReLU gate of each widened unit (1 = open)", 'c["positive"]', lambda r: gate(r).astype(float)),
         ("The units the gate lets through", 'np.flatnonzero(c["positive"][t])', gate, units),
         ("dA = dOut W₂ᵀ, before the gate", "dA", lambda r: local(f(r), "dA")),
@@ -233,7 +233,7 @@ def ffn_backward_step():
         ("db₂ = Σₜ dOut", "db2", lambda r: local(f(r), "db2")),
         ("dW₁ = Xₙᵀ dZ", "dW1", lambda r: local(f(r), "dW1")),
         ("dXₙ = dZ W₁ᵀ, the network's input gradient", "dXn", lambda r: local(f(r), "dXn")),
-        ("dL/dYₙ₂ = dY₃ + dXₙ: the residual path plus the network's", "dYn2 (in decoder_layer_backward)",
+        ("dL/dYn2 = dY3 + dXn: the residual path plus the network's", "dYn2 (in decoder_layer_backward)",
          lambda r: local(r["dec"], "dYn2")),
     ], caption="The ffn_backward call for dec0. (the decoder's network), recorded. W₁ = [I | I] copies each row "
                "twice, so units j and j + d_model share a gate.")
@@ -325,11 +325,11 @@ def memory_check(run):
 def cross_backward():
     p = "dec0.cross."
     tab, values = runs_table([
-        ("dL/dY₂: dL/dYₙ₂ through the second LayerNorm (ln2)", "dY2 (in decoder_layer_backward)",
+        ("dL/dY2: dL/dYn2 through the second LayerNorm (ln2)", "dY2 (in decoder_layer_backward)",
          lambda r: local(r["dec"], "dY2")),
         ("A, head 0 (forward)", 'c["A"][0]', lambda r: r["mha"][p].arguments["c"]["A"][0]),
         *attention_rows(p),
-        ("dL/dDEC₁ = dY₂ + dXq: the residual path plus the queries'", "dYn1 (in decoder_layer_backward)",
+        ("dL/dDEC₁ = dY2 + dXq: the residual path plus the queries'", "dYn1 (in decoder_layer_backward)",
          lambda r: local(r["dec"], "dYn1")),
     ], caption="The mha_backward call for dec0.cross., recorded, and its softmax_backward call. The keys' bias "
                "never gets a gradient: adding a constant to every key adds the same number to a whole row of scores.")
@@ -355,7 +355,7 @@ def masked_backward():
     m = lambda r: r["mha"][p]
     hidden = lambda a: a[:, ~causal_mask(a.shape[-1])]          # every head's entries above the diagonal
     tab, values = runs_table([
-        ("dL/dY₁: dL/dDEC₁ through the first LayerNorm (ln1)", "dY1 (in decoder_layer_backward)",
+        ("dL/dY1: dL/dDEC₁ through the first LayerNorm (ln1)", "dY1 (in decoder_layer_backward)",
          lambda r: local(r["dec"], "dY1")),
         ("A, head 0 (forward): the hidden weight is 0", 'c["A"][0]', lambda r: m(r).arguments["c"]["A"][0]),
         ("dA = dO Vᵀ, head 0: the hidden entry gets a gradient here", "dA[0]", lambda r: local(m(r), "dA")[0]),
@@ -368,7 +368,7 @@ def masked_backward():
         ("dW_Q = Yᵀ dQ", "dWq", lambda r: local(m(r), "dWq")),
         ("dW_K = Yᵀ dK", "dWk", lambda r: local(m(r), "dWk")),
         ("dW_V = Yᵀ dV", "dWv", lambda r: local(m(r), "dWv")),
-        ("dL/dY = dY₁ + dYq + dYkv: the residual, the queries, the keys and values", "return[0] of decoder_layer_backward",
+        ("dL/dY = dY1 + dYq + dYkv: the residual, the queries, the keys and values", "return[0] of decoder_layer_backward",
          lambda r: r["dY"]),
     ], caption="The mha_backward call for dec0.self., recorded. Each run's loss covers both positions; the table of "
                "'Where the gradient goes' below puts the loss on position 0 alone.")
