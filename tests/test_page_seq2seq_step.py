@@ -661,3 +661,56 @@ def test_sizes_against_the_paper(mod):
     rows = {r[1]: r for r in result.blocks[0]["rows"]}
     assert rows["cfg.d_model"][2:5] == [str(toy.d_model), "512", mod.hand_text("base_d_model")]
     assert result.data["width_ratio"] == base.d_model // toy.d_model
+
+
+def test_step_summary(mod):
+    result = backward_example("step_summary")
+    cfg, p = mod.toy_cfg(), mod.toy_params()
+    loss, grads = s2s.loss_and_grads(p, mod.SRC_IDS, mod.TGT_IN, mod.TGT_OUT, cfg)
+    assert result.data["loss"] == loss and result.data["after"] < loss
+    assert result.data["largest"] == max(grads, key=lambda k: np.abs(grads[k]).max())
+    lr = result.data["lr"]
+    assert lr == noam_lr(1, cfg.d_model, mod.WARMUP)
+    params = {k: v.copy() for k, v in p.items()}
+    AdamW(params, lr=lr, **mod.ADAM_KW).step(params, grads, lr)
+    for k in p:                                  # step 1: every entry with a real gradient moves by lr, whatever its size
+        move, g = np.abs(params[k] - p[k]), np.abs(grads[k])
+        np.testing.assert_allclose(move, lr * g / (g + AdamW(p, lr=lr, **mod.ADAM_KW).eps), rtol=1e-7, atol=1e-15)
+        np.testing.assert_allclose(move[g > 1e-6], lr, rtol=1e-3)
+        assert result.data["moved"][k] == move.max()
+    assert result.data["still"] == [k for k in p if not np.any(params[k] != p[k])]
+    assert result.data["max_move"] == pytest.approx(lr, rel=1e-3)
+
+
+BACKWARD = ["ln3-back", "ffn-back", "cross-back", "masked-back", "embed-back", "pattern", "flow-forward",
+            "flow-backward", "sizes", "summary"]
+
+
+@pytest.mark.parametrize("concept", BACKWARD)
+def test_backward_sections_have_equations_linked_to_code(site_page, concept):
+    html = site_page(SLUG)
+    section = html[html.index(f'<section class="concept" id="{SLUG}-{concept}"'):]
+    section = section[:section.index("</section>")]
+    assert 'class="equation"' in section and "Code and math connection" in section
+    if concept.endswith("-back"):                      # each step's gradient is checked against central differences
+        assert 'class="gradcheck"' in section and "This code, exact inputs" in section
+
+
+@pytest.mark.parametrize("concept", ["flow-forward", "flow-backward"])
+def test_flow_boxes_link_to_this_page_s_sections(site_page, concept):
+    """Every box of the two maps links to an equation of this page (links: page), none to another page."""
+    html = site_page(SLUG)
+    section = html[html.index(f'<section class="concept" id="{SLUG}-{concept}"'):]
+    svg = section[section.index("<svg"):section.index("</svg>")]
+    hrefs = re.findall(r'href="([^"]+)"', svg)
+    assert hrefs and all(h.startswith(f"{SLUG}.html#{SLUG}-") for h in hrefs), hrefs
+    targets = {h.split("#")[1].split("--")[0] for h in hrefs}
+    assert targets >= ({f"{SLUG}-{c}" for c in ("ln3-back", "ffn-back", "cross-back", "masked-back")}
+                       if concept == "flow-backward" else {f"{SLUG}-masked", f"{SLUG}-cross"})
+
+
+def test_backward_quotes_are_marked(site_page):
+    html = site_page(SLUG)
+    back = html[html.index(f'id="{SLUG}-ln3-back"'):]
+    assert back.count('<q class="quoted" data-source="derivation">') >= 4
+    assert '<q class="quoted" data-source="vaswani2017">' in back

@@ -27,7 +27,8 @@ from model.attention import causal_mask, mha_forward
 from site_builder.run.examples import ExampleResult, table, gradcheck_table, fmt_array, fmt_number
 from site_builder.run.trace import trace_calls
 from model.config import Seq2SeqConfig
-from content.examples.seq2seq_step import (NOT_GIVEN, SOURCE, SRC_IDS, TGT_IN, TGT_OUT, hand_run, exact_run, hand_text,
+from model.optim import AdamW, noam_lr
+from content.examples.seq2seq_step import (ADAM_KW, WARMUP, NOT_GIVEN, SOURCE, SRC_IDS, TGT_IN, TGT_OUT, hand_run, exact_run, hand_text,
                                            toy_cfg, toy_params, shape_text, fmt_sci)
 
 RUN_COLS = ["Step", "Code", "This code, from the derivation's inputs", "This code, exact inputs", "Shape"]
@@ -501,3 +502,50 @@ def sizes():
                          data=dict(toy=toy, base=PAPER_BASE, ratios=ratios, toy_params=count,
                                    width_ratio=PAPER_BASE.d_model // toy.d_model, toy_width=toy.d_model,
                                    agree=all(r[5] != "no" for r in rows)))
+
+
+# ----------------------------------------------------------------------------- the closing summary
+
+def step_summary():
+    """The whole step on the exact inputs: loss_and_grads, then one AdamW.step (weight decay 0, the paper's
+    Adam) at the schedule's first rate for the toy's own d_model; the loss before and after, the largest
+    gradients, and how far each parameter moved."""
+    cfg = toy_cfg()
+    rec = record("exact")
+    params = {k: v.copy() for k, v in rec["params"].items()}
+    before = {k: v.copy() for k, v in params.items()}
+    lr = noam_lr(1, cfg.d_model, WARMUP)
+    AdamW(params, lr=lr, **ADAM_KW).step(params, rec["grads"], lr)
+    after_loss = loss_of("exact", params)
+    moved = {k: np.abs(params[k] - before[k]) for k in params}
+    largest = sorted(rec["grads"], key=lambda k: -np.abs(rec["grads"][k]).max())
+    rows = []
+    for k in largest:
+        g = np.abs(rec["grads"][k])
+        if params[k].ndim < 2:
+            continue
+        rows.append([k, shape_text(params[k]), fmt_sci(g.max()), fmt_sci(moved[k].max()),
+                     f"{int((moved[k] > 0).sum())} of {moved[k].size}"])
+    small = [k for k in largest if params[k].ndim < 2]
+    rows.append([f"the {len(small)} biases, gains and shifts", "vectors",
+                 fmt_sci(max(np.abs(rec["grads"][k]).max() for k in small)),
+                 fmt_sci(max(moved[k].max() for k in small)),
+                 f"{sum(int((moved[k] > 0).sum()) for k in small)} of {sum(moved[k].size for k in small)}"])
+    tab = table(["Parameter", "Shape", "Largest |gradient|", "Largest |move|", "Entries that moved"], rows,
+                caption=f"loss_and_grads on the exact inputs, then AdamW.step with weight decay 0 at "
+                        f"lr = noam_lr(1, {cfg.d_model}, {WARMUP}) = {fmt_sci(lr)}. Sorted by the largest gradient.")
+    still = [k for k in params if not moved[k].any()]
+    facts = table(["Quantity", "Value"], [
+        ["Loss before the step (exact inputs, both positions)", fmt_number(rec["loss"])],
+        ["Loss before the step (the derivation's inputs)", fmt_number(record("hand")["loss"])],
+        ["Loss after one Adam step (exact inputs)", fmt_number(after_loss)],
+        ["Change of the loss", fmt_sci(after_loss - rec["loss"])],
+        ["Largest gradient entry", f'{largest[0]}: {fmt_sci(np.abs(rec["grads"][largest[0]]).max())}'],
+        ["Largest move of any entry", fmt_sci(max(m.max() for m in moved.values()))],
+        ["Parameters that did not move at all", ", ".join(still) or "none"],
+    ])
+    return ExampleResult([facts, tab], SOURCE + "; loss_and_grads, then AdamW.step (weight_decay=0)",
+                         data=dict(loss=rec["loss"], hand_loss=record("hand")["loss"], after=after_loss, lr=lr,
+                                   largest=largest[0], largest_value=float(np.abs(rec["grads"][largest[0]]).max()),
+                                   max_move=float(max(m.max() for m in moved.values())), still=still,
+                                   moved={k: float(m.max()) for k, m in moved.items()}))
