@@ -24,7 +24,7 @@ from model.gradcheck import numerical_grad
 from model.ops import cross_entropy_forward, cross_entropy_backward, layer_norm_forward
 from model.transformer import ffn_forward
 from model.attention import causal_mask, mha_forward
-from site_builder.run.examples import ExampleResult, table, gradcheck_table, fmt_array, fmt_number
+from site_builder.run.examples import ExampleResult, table, gradcheck_table, fmt_array, fmt_number, value_at
 from site_builder.run.trace import trace_calls
 from model.config import Seq2SeqConfig
 from model.optim import AdamW, noam_lr
@@ -85,8 +85,8 @@ def record(name):
                mha={t.arguments["p"]: t for t in calls["model.attention.mha_backward"]},
                ffn={t.arguments["p"]: t for t in calls["model.transformer.ffn_backward"]},
                linear=linear_layers(calls))
-    rec["softmax"] = {p: nearest(calls["model.ops.softmax_backward"], t, after=True) for p, t in rec["mha"].items()}
-    rec["relu"] = {p: nearest(calls["model.ops.relu_backward"], t, after=True) for p, t in rec["ffn"].items()}
+    rec["softmax"] = {p: nearest(calls["model.ops.softmax_backward"], t) for p, t in rec["mha"].items()}
+    rec["relu"] = {p: nearest(calls["model.ops.relu_backward"], t) for p, t in rec["ffn"].items()}
     rec["embed"] = {t.arguments["c"]["table"]: t for t in calls.get("model.seq2seq.embed_backward", [])}
     embed = rec["embed"]
     rec["dY"] = embed["tgt_emb"].arguments["dX"] if embed else result[2]     # the decoder input's gradient
@@ -97,7 +97,7 @@ def record(name):
     return rec
 
 
-def nearest(traces, caller, after=False):
+def nearest(traces, caller):
     """The first of `traces` that started after `caller` did (the call it made)."""
     return min((t for t in traces if t.call_index > caller.call_index), key=lambda t: t.call_index)
 # A traced call's `result` is the returned object itself, which a caller may change in place afterwards
@@ -124,16 +124,6 @@ def linear_layers(calls):
         for t, step in zip(mine, lines):
             out[caller.arguments.get("p", "") + PARAM_ARG.search(step.code).group(1)] = t
     return out
-
-
-def local(trace, name, n=None):
-    """A traced call's local (its final value), the n-th value it took (n >= 1), or an argument."""
-    if n:
-        return [s for s in trace.steps if name in s.changed][n - 1].locals[name]
-    for s in reversed(trace.steps):
-        if name in s.locals:
-            return s.locals[name]
-    return trace.arguments[name]
 
 
 def fmt_tiny(a):
@@ -185,15 +175,15 @@ def ln3_backward():
         ("dL/dYn₃ = dL/dH, from output_backward", "dY (argument)", lambda r: ln(r).arguments["dY"]),
         ("x̂, the normalised rows", 'c["Xhat"]', lambda r: ln(r).arguments["c"]["Xhat"]),
         ("s = 1/σ of each row", 'c["s"]', lambda r: ln(r).arguments["c"]["s"][:, 0]),
-        ("dγ₃ = Σₜ dY ⊙ x̂", "dg", lambda r: local(ln(r), "dg")),
-        ("dβ₃ = Σₜ dY", "db", lambda r: local(ln(r), "db")),
-        ("dx̂ = dY ⊙ γ", "dXhat", lambda r: local(ln(r), "dXhat", 1)),
-        ("mean of dx̂, per row", "mean_dXhat", lambda r: local(ln(r), "mean_dXhat")[:, 0]),
-        ("mean of dx̂ ⊙ x̂, per row", "mean_dXhat_Xhat", lambda r: local(ln(r), "mean_dXhat_Xhat")[:, 0]),
-        ("dL/dY3 = s (dx̂ - mean(dx̂) - x̂ mean(dx̂ ⊙ x̂))", "dX", lambda r: local(ln(r), "dX")),
-        ("Σⱼ dL/dY3, per row: the mean direction removed", "dX.sum(-1)", lambda r: local(ln(r), "dX").sum(-1), fmt_tiny),
+        ("dγ₃ = Σₜ dY ⊙ x̂", "dg", lambda r: value_at(ln(r), "dg")),
+        ("dβ₃ = Σₜ dY", "db", lambda r: value_at(ln(r), "db")),
+        ("dx̂ = dY ⊙ γ", "dXhat", lambda r: value_at(ln(r), "dXhat", 1)),
+        ("mean of dx̂, per row", "mean_dXhat", lambda r: value_at(ln(r), "mean_dXhat")[:, 0]),
+        ("mean of dx̂ ⊙ x̂, per row", "mean_dXhat_Xhat", lambda r: value_at(ln(r), "mean_dXhat_Xhat")[:, 0]),
+        ("dL/dY3 = s (dx̂ - mean(dx̂) - x̂ mean(dx̂ ⊙ x̂))", "dX", lambda r: value_at(ln(r), "dX")),
+        ("Σⱼ dL/dY3, per row: the mean direction removed", "dX.sum(-1)", lambda r: value_at(ln(r), "dX").sum(-1), fmt_tiny),
         ("Σⱼ dL/dY3 ⊙ x̂, per row: the scale direction removed", "(dX * Xhat).sum(-1)",
-         lambda r: (local(ln(r), "dX") * ln(r).arguments["c"]["Xhat"]).sum(-1), fmt_tiny),
+         lambda r: (value_at(ln(r), "dX") * ln(r).arguments["c"]["Xhat"]).sum(-1), fmt_tiny),
     ], caption="The first layer_norm_backward call of the backward pass: decoder_layer_backward's ln3. "
                "Recorded from the run; γ = 1, so dx̂ = dY here.")
     rows = []
@@ -203,7 +193,7 @@ def ln3_backward():
         Y3 = rec["fwd"]["dec0.Y3"]
         g, b = rec["params"]["dec0.ln3_g"], rec["params"]["dec0.ln3_b"]
         numeric = vjp_numeric(lambda x: layer_norm_forward(x, g, b, toy_cfg().ln_eps)[0], Y3, t.arguments["dY"])
-        rows.append((f"dL/dY3, {WHICH[run]}", local(t, "dX"), numeric))
+        rows.append((f"dL/dY3, {WHICH[run]}", value_at(t, "dX"), numeric))
     rows += param_checks(["dec0.ln3_g", "dec0.ln3_b"])
     return ExampleResult([tab, gradcheck_table(rows)], SOURCE + "; layer_norm_backward's call for dec0.ln3, "
                          "recorded in the real backward pass",
@@ -226,16 +216,16 @@ def ffn_backward_step():
         ("dL/dFFN, the gradient reaching the network's output: dL/dY3", "dOut (argument)", lambda r: f(r).arguments["dOut"]),
         ("Z > 0, the ReLU gate of each widened unit (1 = open)", 'c["positive"]', lambda r: gate(r).astype(float)),
         ("The units the gate lets through", 'np.flatnonzero(c["positive"][t])', gate, units),
-        ("dA = dOut W₂ᵀ, before the gate", "dA", lambda r: local(f(r), "dA")),
-        ("dZ = dA ⊙ 1[Z > 0], after the gate", "dZ", lambda r: local(f(r), "dZ")),
+        ("dA = dOut W₂ᵀ, before the gate", "dA", lambda r: value_at(f(r), "dA")),
+        ("dZ = dA ⊙ 1[Z > 0], after the gate", "dZ", lambda r: value_at(f(r), "dZ")),
         ("Gradient the gate blocks: |dA| summed where Z ≤ 0", "np.abs(dA[~positive]).sum()",
-         lambda r: np.abs(local(f(r), "dA")[~gate(r)]).sum()),
-        ("dW₂ = Aᵀ dOut", "dW2", lambda r: local(f(r), "dW2")),
-        ("db₂ = Σₜ dOut", "db2", lambda r: local(f(r), "db2")),
-        ("dW₁ = Xₙᵀ dZ", "dW1", lambda r: local(f(r), "dW1")),
-        ("dXₙ = dZ W₁ᵀ, the network's input gradient", "dXn", lambda r: local(f(r), "dXn")),
+         lambda r: np.abs(value_at(f(r), "dA")[~gate(r)]).sum()),
+        ("dW₂ = Aᵀ dOut", "dW2", lambda r: value_at(f(r), "dW2")),
+        ("db₂ = Σₜ dOut", "db2", lambda r: value_at(f(r), "db2")),
+        ("dW₁ = Xₙᵀ dZ", "dW1", lambda r: value_at(f(r), "dW1")),
+        ("dXₙ = dZ W₁ᵀ, the network's input gradient", "dXn", lambda r: value_at(f(r), "dXn")),
         ("dL/dYn2 = dY3 + dXn: the residual path plus the network's", "dYn2 (in decoder_layer_backward)",
-         lambda r: local(r["dec"], "dYn2")),
+         lambda r: value_at(r["dec"], "dYn2")),
     ], caption="The ffn_backward call for dec0. (the decoder's network), recorded. W₁ = [I | I] copies each row "
                "twice, so units j and j + d_model share a gate.")
     rows = []
@@ -243,7 +233,7 @@ def ffn_backward_step():
         rec = record(run)
         t, params = f(rec), rec["params"]
         numeric = vjp_numeric(lambda x: ffn_forward(x, params, "dec0.")[0], rec["fwd"]["dec0.Yn2"], t.arguments["dOut"])
-        rows.append((f"dXn, {WHICH[run]}", local(t, "dXn"), numeric))
+        rows.append((f"dXn, {WHICH[run]}", value_at(t, "dXn"), numeric))
     rows += param_checks(["dec0.ff1_w", "dec0.ff1_b", "dec0.ff2_w", "dec0.ff2_b"])
     closed = {run: int((~gate(record(run))).sum()) for run in RUN_NAMES}
     return ExampleResult([tab, gradcheck_table(rows)], SOURCE + "; ffn_backward's call for dec0., recorded",
@@ -267,25 +257,25 @@ def attention_rows(p, head=0):
     m = lambda r: r["mha"][p]
     sm = lambda r: r["softmax"][p]
     return [
-        ("dL/dO, the gradient reaching the heads' mix: dOut W_Oᵀ", "dO", lambda r: local(m(r), "dO")),
-        (f"dV = Aᵀ dO, head {head}", f"dVh[{head}]", lambda r: local(m(r), "dVh")[head]),
-        (f"dA = dO Vᵀ, head {head}", f"dA[{head}]", lambda r: local(m(r), "dA")[head]),
+        ("dL/dO, the gradient reaching the heads' mix: dOut W_Oᵀ", "dO", lambda r: value_at(m(r), "dO")),
+        (f"dV = Aᵀ dO, head {head}", f"dVh[{head}]", lambda r: value_at(m(r), "dVh")[head]),
+        (f"dA = dO Vᵀ, head {head}", f"dA[{head}]", lambda r: value_at(m(r), "dA")[head]),
         (f"dA - Σⱼ A dA, head {head} (softmax_backward's first line)", f"dS[{head}] (in softmax_backward, line 1)",
-         lambda r: local(sm(r), "dS", 1)[head]),
-        (f"dL/dS = A ⊙ (dA - Σⱼ A dA), head {head}", f"softmax_backward(dA, A)[{head}]", lambda r: local(sm(r), "dS")[head]),
+         lambda r: value_at(sm(r), "dS", 1)[head]),
+        (f"dL/dS = A ⊙ (dA - Σⱼ A dA), head {head}", f"softmax_backward(dA, A)[{head}]", lambda r: value_at(sm(r), "dS")[head]),
         ("Each row of dL/dS sums to 0, every head", "softmax_backward(dA, A).sum(-1)",
-         lambda r: local(sm(r), "dS").sum(-1), fmt_tiny),
-        (f"dS / √d_k, head {head}", f"dS[{head}]", lambda r: local(m(r), "dS")[head]),
-        (f"dQ = (dS/√d_k) K, head {head}", f"dQh[{head}]", lambda r: local(m(r), "dQh")[head]),
-        (f"dK = (dS/√d_k)ᵀ Q, head {head}", f"dKh[{head}]", lambda r: local(m(r), "dKh")[head]),
-        ("dW_Q = Xᵀ dQ, the heads side by side", "dWq", lambda r: local(m(r), "dWq")),
-        ("dW_K = Xₖᵥᵀ dK", "dWk", lambda r: local(m(r), "dWk")),
-        ("dW_V = Xₖᵥᵀ dV", "dWv", lambda r: local(m(r), "dWv")),
-        ("dW_O = Oᵀ dOut", "dWo", lambda r: local(m(r), "dWo")),
-        ("db_K = Σ dK: 0, because each row of dS sums to 0", "dbk", lambda r: local(m(r), "dbk"), fmt_tiny),
-        ("dL/dXq, the queries' input gradient", "dXq", lambda r: local(m(r), "dXq")),
+         lambda r: value_at(sm(r), "dS").sum(-1), fmt_tiny),
+        (f"dS / √d_k, head {head}", f"dS[{head}]", lambda r: value_at(m(r), "dS")[head]),
+        (f"dQ = (dS/√d_k) K, head {head}", f"dQh[{head}]", lambda r: value_at(m(r), "dQh")[head]),
+        (f"dK = (dS/√d_k)ᵀ Q, head {head}", f"dKh[{head}]", lambda r: value_at(m(r), "dKh")[head]),
+        ("dW_Q = Xᵀ dQ, the heads side by side", "dWq", lambda r: value_at(m(r), "dWq")),
+        ("dW_K = Xₖᵥᵀ dK", "dWk", lambda r: value_at(m(r), "dWk")),
+        ("dW_V = Xₖᵥᵀ dV", "dWv", lambda r: value_at(m(r), "dWv")),
+        ("dW_O = Oᵀ dOut", "dWo", lambda r: value_at(m(r), "dWo")),
+        ("db_K = Σ dK: 0, because each row of dS sums to 0", "dbk", lambda r: value_at(m(r), "dbk"), fmt_tiny),
+        ("dL/dXq, the queries' input gradient", "dXq", lambda r: value_at(m(r), "dXq")),
         ("dL/dXₖᵥ = dXk + dXv, the keys' and values' input gradient", "dXk + dXv",
-         lambda r: local(m(r), "dXk") + local(m(r), "dXv")),
+         lambda r: value_at(m(r), "dXk") + value_at(m(r), "dXv")),
     ]
 
 
@@ -300,7 +290,7 @@ def jacobian_table(p, head=0):
         for i in range(A.shape[0]):
             J = softmax_jacobian(A[i])
             rows.append([WHICH[run], f"row {i}", fmt_array(A[i]), fmt_array(J), fmt_array(J @ dA[i]),
-                         fmt_array(local(sm, "dS")[head, i])])
+                         fmt_array(value_at(sm, "dS")[head, i])])
     return table(["Run", "Row i", "Aᵢ", "Jᵢ = ∂Aᵢ/∂Sᵢ (central differences)", "Jᵢ dAᵢ", "softmax_backward, row i"],
                  rows, caption=f"Head {head}. Jᵢ is symmetric and each of its rows sums to 0 (up to the differences' "
                                "error); softmax_backward gives Jᵢ dAᵢ as Aᵢ ⊙ (dAᵢ - Aᵢ · dAᵢ).")
@@ -320,18 +310,18 @@ def memory_check(run):
     f = lambda: cross_entropy_forward(s2s.decoder_forward(Y, memory, rec["params"], cfg)[0], TGT_OUT,
                                       cfg.label_smoothing)[0]
     m = rec["mha"]["dec0.cross."]
-    return (f"dL/dmemory, {WHICH[run]}", local(m, "dXk") + local(m, "dXv"), numerical_grad(f, memory))
+    return (f"dL/dmemory, {WHICH[run]}", value_at(m, "dXk") + value_at(m, "dXv"), numerical_grad(f, memory))
 
 
 def cross_backward():
     p = "dec0.cross."
     tab, values = runs_table([
         ("dL/dY2: dL/dYn2 through the second LayerNorm (ln2)", "dY2 (in decoder_layer_backward)",
-         lambda r: local(r["dec"], "dY2")),
+         lambda r: value_at(r["dec"], "dY2")),
         ("A, head 0 (forward)", 'c["A"][0]', lambda r: r["mha"][p].arguments["c"]["A"][0]),
         *attention_rows(p),
         ("dL/dDEC₁ = dY2 + dXq: the residual path plus the queries'", "dYn1 (in decoder_layer_backward)",
-         lambda r: local(r["dec"], "dYn1")),
+         lambda r: value_at(r["dec"], "dYn1")),
     ], caption="The mha_backward call for dec0.cross., recorded, and its softmax_backward call. The keys' bias "
                "never gets a gradient: adding a constant to every key adds the same number to a whole row of scores.")
     rows = [memory_check(run) for run in RUN_NAMES]
@@ -341,7 +331,7 @@ def cross_backward():
         Y, memory = decoder_inputs(run)
         numeric = vjp_numeric(lambda x: mha_forward(x, memory, params, p, toy_cfg().num_heads)[0],
                               rec["fwd"]["dec0.Yn1"], m.arguments["dOut"])
-        rows.append((f"dL/dXq, {WHICH[run]}", local(m, "dXq"), numeric))
+        rows.append((f"dL/dXq, {WHICH[run]}", value_at(m, "dXq"), numeric))
     rows += param_checks([p + "wq", p + "wk", p + "wv", p + "wo"])
     return ExampleResult([tab, jacobian_table(p), gradcheck_table(rows)],
                          SOURCE + "; mha_backward's call for dec0.cross., recorded",
@@ -357,18 +347,18 @@ def masked_backward():
     hidden = lambda a: a[:, ~causal_mask(a.shape[-1])]          # every head's entries above the diagonal
     tab, values = runs_table([
         ("dL/dY1: dL/dDEC₁ through the first LayerNorm (ln1)", "dY1 (in decoder_layer_backward)",
-         lambda r: local(r["dec"], "dY1")),
+         lambda r: value_at(r["dec"], "dY1")),
         ("A, head 0 (forward): the hidden weight is 0", 'c["A"][0]', lambda r: m(r).arguments["c"]["A"][0]),
-        ("dA = dO Vᵀ, head 0: the hidden entry gets a gradient here", "dA[0]", lambda r: local(m(r), "dA")[0]),
-        ("dL/dS, head 0: A ⊙ (...) is 0 where A is", "softmax_backward(dA, A)[0]", lambda r: local(r["softmax"][p], "dS")[0]),
-        ("dL/dS at every hidden entry, every head", "dS[:, ~causal_mask(T)]", lambda r: hidden(local(m(r), "dS")), fmt_tiny),
+        ("dA = dO Vᵀ, head 0: the hidden entry gets a gradient here", "dA[0]", lambda r: value_at(m(r), "dA")[0]),
+        ("dL/dS, head 0: A ⊙ (...) is 0 where A is", "softmax_backward(dA, A)[0]", lambda r: value_at(r["softmax"][p], "dS")[0]),
+        ("dL/dS at every hidden entry, every head", "dS[:, ~causal_mask(T)]", lambda r: hidden(value_at(m(r), "dS")), fmt_tiny),
         ("Exactly 0, in every head", "np.all(dS[:, ~causal_mask(T)] == 0)",
-         lambda r: np.all(hidden(local(m(r), "dS")) == 0.0), yes_no),
-        ("dQ, head 0", "dQh[0]", lambda r: local(m(r), "dQh")[0]),
-        ("dK = (dS/√d_k)ᵀ Q, head 0: 0, because the chosen W_Q makes Q = 0", "dKh[0]", lambda r: local(m(r), "dKh")[0]),
-        ("dW_Q = Yᵀ dQ", "dWq", lambda r: local(m(r), "dWq")),
-        ("dW_K = Yᵀ dK", "dWk", lambda r: local(m(r), "dWk")),
-        ("dW_V = Yᵀ dV", "dWv", lambda r: local(m(r), "dWv")),
+         lambda r: np.all(hidden(value_at(m(r), "dS")) == 0.0), yes_no),
+        ("dQ, head 0", "dQh[0]", lambda r: value_at(m(r), "dQh")[0]),
+        ("dK = (dS/√d_k)ᵀ Q, head 0: 0, because the chosen W_Q makes Q = 0", "dKh[0]", lambda r: value_at(m(r), "dKh")[0]),
+        ("dW_Q = Yᵀ dQ", "dWq", lambda r: value_at(m(r), "dWq")),
+        ("dW_K = Yᵀ dK", "dWk", lambda r: value_at(m(r), "dWk")),
+        ("dW_V = Yᵀ dV", "dWv", lambda r: value_at(m(r), "dWv")),
         ("dL/dY = dY1 + dYq + dYkv: the residual, the queries, the keys and values", "return[0] of decoder_layer_backward",
          lambda r: r["dY"]),
     ], caption="The mha_backward call for dec0.self., recorded. Each run's loss covers both positions; the table of "
@@ -380,10 +370,10 @@ def masked_backward():
         Y = rec["fwd"]["dec0.Y"]
         numeric = vjp_numeric(lambda x: mha_forward(x, x, params, p, toy_cfg().num_heads, causal_mask(len(x)))[0],
                               Y, m(rec).arguments["dOut"])
-        rows.append((f"dYq + dYkv, {WHICH[run]}", local(m(rec), "dXq") + local(m(rec), "dXk") + local(m(rec), "dXv"),
+        rows.append((f"dYq + dYkv, {WHICH[run]}", value_at(m(rec), "dXq") + value_at(m(rec), "dXk") + value_at(m(rec), "dXv"),
                      numeric))
     rows += param_checks([p + "wq", p + "wk", p + "wv", p + "wo"])
-    hidden_dS = {run: hidden(local(m(record(run)), "dS")) for run in RUN_NAMES}
+    hidden_dS = {run: hidden(value_at(m(record(run)), "dS")) for run in RUN_NAMES}
     return ExampleResult([tab, gradcheck_table(rows)], SOURCE + "; mha_backward's call for dec0.self., recorded",
                          data=dict(values=values, checks=rows, hidden_dS=hidden_dS, config=toy_cfg(),
                                    lengths=dict(S=len(SRC_IDS), T=len(TGT_IN))))
@@ -401,11 +391,11 @@ def embed_backward_step():
     tab, values = runs_table([
         ("dL/dY, the decoder input's gradient", "dX (argument, target)", lambda r: r["dY"]),
         ("dE = dY · √d_model (the forward pass scaled the rows)", "dE (target)",
-         lambda r: local(e(r, "tgt_emb"), "dE") if r["embed"] else None),
+         lambda r: value_at(e(r, "tgt_emb"), "dE") if r["embed"] else None),
         ("grads[\"tgt_emb\"]: each row the sum over the positions that looked it up", 'grads["tgt_emb"]',
          lambda r: r["grads"]["tgt_emb"] if r["embed"] else None),
-        ("dL/dmemory, into the encoder", "dmemory", lambda r: local(r["mha"]["dec0.cross."], "dXk")
-         + local(r["mha"]["dec0.cross."], "dXv")),
+        ("dL/dmemory, into the encoder", "dmemory", lambda r: value_at(r["mha"]["dec0.cross."], "dXk")
+         + value_at(r["mha"]["dec0.cross."], "dXv")),
         ("dL/dX, the encoder input's gradient (after encoder_layer_backward)", "dX (argument, source)", lambda r: r["dX"]),
         ("grads[\"src_emb\"]", 'grads["src_emb"]', lambda r: r["grads"]["src_emb"] if r["embed"] else None),
         ("Rows of the target table no position looked up (am, EOS): their gradient", 'grads["tgt_emb"][2:]',
@@ -448,7 +438,7 @@ def one_pattern():
         X2, G2 = X.reshape(-1, X.shape[-1]), G.reshape(-1, G.shape[-1])
         pattern_dW, pattern_dX = X2.T @ G2, (G2 @ W.T).reshape(X.shape)
         numeric = numerical_grad(lambda: loss_of("exact", params), params[name])
-        gaps[name] = dict(dW=gap(rec["grads"][name], pattern_dW), dX=gap(local(t, "dX"), pattern_dX),
+        gaps[name] = dict(dW=gap(rec["grads"][name], pattern_dW), dX=gap(value_at(t, "dX"), pattern_dX),
                           numeric=gap(pattern_dW, numeric))
         rows.append([f'{name}', f"{X.shape} · {G.shape}", shape_text(W),
                      f"{gaps[name]['dW']:.1e}", f"{gaps[name]['dX']:.1e}", f"{gaps[name]['numeric']:.1e}"])
