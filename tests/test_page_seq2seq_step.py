@@ -679,6 +679,7 @@ def test_step_summary(mod):
         np.testing.assert_allclose(move[g > 1e-6], lr, rtol=1e-3)
         assert result.data["moved"][k] == move.max()
     assert result.data["still"] == [k for k in p if not np.any(params[k] != p[k])]
+    assert result.data["still"] == ["dec0.self.wk", "dec0.self.bk"]      # what the page's note names in words
     assert result.data["max_move"] == pytest.approx(lr, rel=1e-3)
 
 
