@@ -153,6 +153,21 @@ def test_a_diagram_naming_a_missing_function_is_one_clear_problem(tmp_path):
     assert len(hits) == 1 and hits[0].startswith("content/pages/mini.md:7:") and "did you mean" in hits[0], lines
 
 
+def test_a_diagram_s_links_setting_other_than_page_is_one_clear_problem(tmp_path):
+    from site_builder.build import build
+    from site_builder.base.problems import BuildFailed
+    from tests.conftest import mini_repo
+    from tests.test_build_errors import SITE, PAGE, EXAMPLE
+    page = PAGE.replace("    function: model.gradcheck.rel_error\n",
+                        "    function: model.gradcheck.rel_error\n"
+                        "    diagram: {function: model.transformer.block_forward, links: pages}\n")
+    root = mini_repo(tmp_path, SITE, page, {"mini": EXAMPLE})
+    with pytest.raises(BuildFailed) as e:
+        build(root, root / "site", strict=True, use_cache=False)
+    hits = [str(p) for p in e.value.problems if "links is 'pages'" in str(p)]
+    assert len(hits) == 1 and hits[0].startswith("content/pages/mini.md:7:") and "links: page" in hits[0], hits
+
+
 def test_a_line_plot_is_drawn_for_a_wide_screen_and_for_a_phone():
     """Two drawings of the same data: class "chart" (the marker that loads figures.js) 640 units
     wide, class "chart narrow" narrower, with no more x ticks; site.css shows one of them."""

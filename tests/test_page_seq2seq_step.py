@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 
 from model import seq2seq as s2s
-from model.attention import causal_mask, mha_forward, split_heads
-from model.ops import cross_entropy_forward, cross_entropy_backward, layer_norm_forward, smoothed_targets
+from model.attention import causal_mask, merge_heads, mha_forward, split_heads
+from model.transformer import ffn_backward
+from model.ops import (cross_entropy_forward, cross_entropy_backward, layer_norm_forward, layer_norm_backward,
+                       smoothed_targets)
 from model.optim import AdamW, noam_lr
 from site_builder.run.examples import load_example, fmt_array, fmt_number
 from site_builder.render.plots import SUBSCRIPT, SUPERSCRIPT
@@ -513,3 +515,203 @@ def test_the_page_states_the_runs_own_tie_flag_and_output_weight(site_page, mod)
     default = type(cfg).__dataclass_fields__["tie_output"].default
     assert default != cfg.tie_output
     assert f"(tie_output = {default}); seq2seq_step:toy_sizes runs tie_output = {cfg.tie_output}" in adam
+
+
+# ---------------------------------------------------------------- the backward pass, recorded
+
+def backward_example(name):
+    return load_example(ROOT, f"seq2seq_backward:{name}")()
+
+
+@pytest.fixture(scope="module")
+def direct(mod, runs):
+    """The exact run's backward pass by direct calls, layer by layer: what the recorded tables show."""
+    cfg, p = runs["cfg"], runs["params"]
+    logits, c = s2s.forward(p, mod.SRC_IDS, mod.TGT_IN, cfg)
+    _, c_ce = cross_entropy_forward(logits, mod.TGT_OUT, cfg.label_smoothing)
+    grads = {k: np.zeros_like(v) for k, v in p.items()}
+    layer = c["dec"]["dec"]["layers"][0]
+    dH = s2s.output_backward(cross_entropy_backward(1.0, c_ce), c["dec"]["dec"]["out"], p, grads)
+    dY3, dg3, db3 = layer_norm_backward(dH, layer["ln3"], p["dec0.ln3_g"])
+    return dict(c=c, layer=layer, grads=grads, dH=dH, dY3=dY3, dg3=dg3, db3=db3, params=p)
+
+
+def assert_checks_pass(result):
+    """Every row of the example's gradient-check table agrees with central differences."""
+    block = next(b for b in result.blocks if b["kind"] == "gradcheck")
+    assert block["rows"] and all(float(r["gap"]) < 1e-8 for r in block["rows"]), block["rows"]
+
+
+def test_ln3_backward(direct):
+    result = backward_example("ln3_backward")
+    _, dX = result.data["values"]["dX"]
+    np.testing.assert_array_equal(dX, direct["dY3"])
+    dH, Xhat, s = direct["dH"], direct["layer"]["ln3"]["Xhat"], direct["layer"]["ln3"]["s"]
+    np.testing.assert_allclose(direct["dY3"], s * (dH - dH.mean(-1, keepdims=True) - Xhat * (dH * Xhat).mean(-1, keepdims=True)), rtol=1e-12)
+    np.testing.assert_allclose(direct["dg3"], (dH * Xhat).sum(0), rtol=1e-13)
+    np.testing.assert_allclose(direct["db3"], dH.sum(0), rtol=1e-13)
+    assert np.abs(direct["dY3"].sum(-1)).max() < 1e-15 and np.abs((direct["dY3"] * Xhat).sum(-1)).max() < 1e-15
+    assert_checks_pass(result)
+
+
+def test_ffn_backward(direct):
+    result = backward_example("ffn_backward_step")
+    layer, p = direct["layer"], direct["params"]
+    dA = direct["dY3"] @ p["dec0.ff2_w"].T
+    dW2 = result.data["values"]["dW2"][1]
+    np.testing.assert_allclose(dW2, layer["ff"]["A"].T @ direct["dY3"], rtol=1e-13)
+    dZ = result.data["values"]["dZ"][1]
+    np.testing.assert_array_equal(dZ, dA * layer["ff"]["positive"])
+    assert np.all(dZ[~layer["ff"]["positive"]] == 0.0) and np.abs(dA[~layer["ff"]["positive"]]).sum() > 0
+    dW1, dXn = result.data["values"]["dW1"][1], result.data["values"]["dXn"][1]
+    np.testing.assert_allclose(dW1, layer["ff"]["Xn"].T @ dZ, rtol=1e-13)
+    np.testing.assert_allclose(result.data["values"]["dYn2 (in decoder_layer_backward)"][1], direct["dY3"] + dXn, rtol=1e-15)
+    dead = ~layer["ff"]["positive"].any(0)                 # units shut in every row: no weight gradient at all
+    assert result.data["closed"]["exact"] == int((~layer["ff"]["positive"]).sum())
+    assert dead.any() and np.all(dW1[:, dead] == 0.0) and np.all(dW2[dead] == 0.0)
+    assert int(dead.sum()) * len(dZ) == result.data["closed"]["exact"]          # the same units in both rows
+    hand_gate = result.data["gate"]["hand"]
+    np.testing.assert_array_equal(hand_gate[0], ~hand_gate[1])                   # each row opens what the other shuts
+    assert_checks_pass(result)
+
+
+def cross_direct(direct):
+    """Cross-attention's backward by direct calls: dY2 from the second LayerNorm, then each formula."""
+    layer, p = direct["layer"], direct["params"]
+    dXn = ffn_backward(direct["dY3"], layer["ff"], p, "dec0.", {k: np.zeros_like(x) for k, x in p.items()})
+    dY2, _, _ = layer_norm_backward(direct["dY3"] + dXn, layer["ln2"], p["dec0.ln2_g"])
+    return dY2, layer["cross"]
+
+
+def test_cross_backward(direct):
+    result = backward_example("cross_backward")
+    v = lambda code: result.data["values"][code][1]
+    p = direct["params"]
+    dY2, c = cross_direct(direct)
+    np.testing.assert_array_equal(v("dY2 (in decoder_layer_backward)"), dY2)
+    A, Qh, Kh, Vh = c["A"], c["Qh"], c["Kh"], c["Vh"]
+    dOh = split_heads(dY2 @ p["dec0.cross.wo"].T, A.shape[0])
+    np.testing.assert_allclose(v("dVh[0]"), A[0].T @ dOh[0], rtol=1e-13, atol=1e-16)
+    dA = dOh @ Vh.swapaxes(-1, -2)
+    np.testing.assert_allclose(v("dA[0]"), dA[0], rtol=1e-13, atol=1e-16)
+    dS = A * (dA - (dA * A).sum(-1, keepdims=True))
+    np.testing.assert_allclose(v("softmax_backward(dA, A)[0]"), dS[0], rtol=1e-12, atol=1e-17)
+    for i in range(A.shape[1]):                      # the Jacobian row by row: diag(a) - a a^T
+        a = A[0, i]
+        np.testing.assert_allclose((np.diag(a) - np.outer(a, a)) @ dA[0, i], dS[0, i], rtol=1e-12, atol=1e-17)
+    dk = math.sqrt(Qh.shape[-1])
+    np.testing.assert_allclose(v("dQh[0]"), dS[0] @ Kh[0] / dk, rtol=1e-12, atol=1e-17)
+    np.testing.assert_allclose(v("dKh[0]"), dS[0].T @ Qh[0] / dk, rtol=1e-12, atol=1e-17)
+    np.testing.assert_allclose(v("dWq"), c["Xq"].T @ merge_heads(dS @ Kh / dk), rtol=1e-12, atol=1e-17)
+    assert np.abs(v("dbk")).max() < 1e-16
+    np.testing.assert_allclose(v("dYn1 (in decoder_layer_backward)"), dY2 + v("dXq"), rtol=1e-15)
+    jac = result.blocks[1]
+    for row in jac["rows"]:
+        assert row[4] == row[5], row                 # J dA, from central differences, shows softmax_backward's digits
+    assert_checks_pass(result)
+
+
+def test_masked_self_attention_backward(direct, mod):
+    result = backward_example("masked_backward")
+    v = lambda code, run=1: result.data["values"][code][run]
+    p, c = direct["params"], direct["layer"]["self"]
+    T = c["A"].shape[-1]
+    hidden = ~causal_mask(T)
+    assert np.all(c["A"][:, hidden] == 0.0)
+    assert np.abs(v("dA[0]")[hidden]).max() > 0                # the weight's gradient is not 0 there ...
+    for run in ("hand", "exact"):
+        assert np.all(result.data["hidden_dS"][run] == 0.0)     # ... the score's is, exactly, in every head
+    assert np.all(v("dKh[0]") == 0.0) and np.all(v("dWk") == 0.0) and np.all(p["dec0.self.wq"] == 0.0)
+    _, grads = s2s.loss_and_grads(p, mod.SRC_IDS, mod.TGT_IN, mod.TGT_OUT, mod.toy_cfg())
+    np.testing.assert_allclose(v("return[0] of decoder_layer_backward"), grads["tgt_emb"][mod.TGT_IN] / math.sqrt(p["tgt_emb"].shape[1]), rtol=1e-13)
+    assert_checks_pass(result)
+
+
+def test_embedding_backward(mod):
+    result = backward_example("embed_backward_step")
+    cfg, p = mod.toy_cfg(), mod.toy_params()
+    _, grads = s2s.loss_and_grads(p, mod.SRC_IDS, mod.TGT_IN, mod.TGT_OUT, cfg)
+    dY = result.data["values"]["dX (argument, target)"][1]
+    np.testing.assert_array_equal(result.data["values"]["dE (target)"][1], dY * math.sqrt(cfg.d_model))
+    expected = np.zeros_like(p["tgt_emb"])
+    np.add.at(expected, mod.TGT_IN, dY * math.sqrt(cfg.d_model))
+    np.testing.assert_allclose(grads["tgt_emb"], expected, rtol=1e-14)
+    unused = np.setdiff1d(np.arange(cfg.tgt_vocab_size), mod.TGT_IN)
+    assert np.all(grads["tgt_emb"][unused] == 0.0) and np.abs(grads["src_emb"]).sum() > 0
+    np.testing.assert_array_equal(result.data["values"]['grads["src_emb"]'][1], grads["src_emb"])
+    assert_checks_pass(result)
+
+
+def test_one_pattern_on_every_linear_layer(mod):
+    result = backward_example("one_pattern")
+    p = mod.toy_params()
+    weights = {k for k, v in p.items() if v.ndim == 2 and not k.endswith("_emb")}
+    assert set(result.data["gaps"]) == weights and result.data["count"] == len(weights)
+    assert result.data["worst_dW"] == 0.0 and result.data["worst_dX"] == 0.0
+    assert result.data["worst_numeric"] < 1e-8
+
+
+def test_sizes_against_the_paper(mod):
+    result = backward_example("sizes")
+    base, toy = result.data["base"], result.data["toy"]
+    # the paper's Table 3, base row: N = 6, d_model = 512, d_ff = 2048, h = 8, d_k = d_v = 64
+    assert (base.d_model, base.num_heads, base.d_ff, base.num_enc_layers, base.num_dec_layers) == (512, 8, 2048, 6, 6)
+    assert base.head_dim == base.d_model // base.num_heads == 64
+    assert toy == mod.toy_cfg() and result.data["agree"]
+    rows = {r[1]: r for r in result.blocks[0]["rows"]}
+    assert rows["cfg.d_model"][2:5] == [str(toy.d_model), "512", mod.hand_text("base_d_model")]
+    assert result.data["width_ratio"] == base.d_model // toy.d_model
+
+
+def test_step_summary(mod):
+    result = backward_example("step_summary")
+    cfg, p = mod.toy_cfg(), mod.toy_params()
+    loss, grads = s2s.loss_and_grads(p, mod.SRC_IDS, mod.TGT_IN, mod.TGT_OUT, cfg)
+    assert result.data["loss"] == loss and result.data["after"] < loss
+    assert result.data["largest"] == max(grads, key=lambda k: np.abs(grads[k]).max())
+    lr = result.data["lr"]
+    assert lr == noam_lr(1, cfg.d_model, mod.WARMUP)
+    params = {k: v.copy() for k, v in p.items()}
+    AdamW(params, lr=lr, **mod.ADAM_KW).step(params, grads, lr)
+    for k in p:                                  # step 1: every entry with a real gradient moves by lr, whatever its size
+        move, g = np.abs(params[k] - p[k]), np.abs(grads[k])
+        np.testing.assert_allclose(move, lr * g / (g + AdamW(p, lr=lr, **mod.ADAM_KW).eps), rtol=1e-7, atol=1e-15)
+        np.testing.assert_allclose(move[g > 1e-6], lr, rtol=1e-3)
+        assert result.data["moved"][k] == move.max()
+    assert result.data["still"] == [k for k in p if not np.any(params[k] != p[k])]
+    assert result.data["still"] == ["dec0.self.wk", "dec0.self.bk"]      # what the page's note names in words
+    assert result.data["max_move"] == pytest.approx(lr, rel=1e-3)
+
+
+BACKWARD = ["ln3-back", "ffn-back", "cross-back", "masked-back", "embed-back", "pattern", "flow-forward",
+            "flow-backward", "sizes", "summary"]
+
+
+@pytest.mark.parametrize("concept", BACKWARD)
+def test_backward_sections_have_equations_linked_to_code(site_page, concept):
+    html = site_page(SLUG)
+    section = html[html.index(f'<section class="concept" id="{SLUG}-{concept}"'):]
+    section = section[:section.index("</section>")]
+    assert 'class="equation"' in section and "Code and math connection" in section
+    if concept.endswith("-back"):                      # each step's gradient is checked against central differences
+        assert 'class="gradcheck"' in section and "This code, exact inputs" in section
+
+
+@pytest.mark.parametrize("concept", ["flow-forward", "flow-backward"])
+def test_flow_boxes_link_to_this_page_s_sections(site_page, concept):
+    """Every box of the two maps links to an equation of this page (links: page), none to another page."""
+    html = site_page(SLUG)
+    section = html[html.index(f'<section class="concept" id="{SLUG}-{concept}"'):]
+    svg = section[section.index("<svg"):section.index("</svg>")]
+    hrefs = re.findall(r'href="([^"]+)"', svg)
+    assert hrefs and all(h.startswith(f"{SLUG}.html#{SLUG}-") for h in hrefs), hrefs
+    targets = {h.split("#")[1].split("--")[0] for h in hrefs}
+    assert targets >= ({f"{SLUG}-{c}" for c in ("ln3-back", "ffn-back", "cross-back", "masked-back")}
+                       if concept == "flow-backward" else {f"{SLUG}-masked", f"{SLUG}-cross"})
+
+
+def test_backward_quotes_are_marked(site_page):
+    html = site_page(SLUG)
+    back = html[html.index(f'id="{SLUG}-ln3-back"'):]
+    assert back.count('<q class="quoted" data-source="derivation">') >= 4
+    assert '<q class="quoted" data-source="vaswani2017">' in back

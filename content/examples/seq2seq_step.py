@@ -127,6 +127,13 @@ HAND = {
     "w1": ("How does Adam update a weight?", "0.99999983"),
     "lr4000": ("How does Adam update a weight?", "0.000699"),
     "w4000": ("How does Adam update a weight?", "0.999301"),
+    # "What toy setup am I using?"  (the "Real (base paper)" column of its size table; 37,000 typed with a comma)
+    "base_d_model": ("What toy setup am I using?", "512"),
+    "base_heads": ("What toy setup am I using?", "8"),
+    "base_dk": ("What toy setup am I using?", "64"),
+    "base_d_ff": ("What toy setup am I using?", "2048"),
+    "base_layers": ("What toy setup am I using?", "6"),
+    "base_vocab": ("What toy setup am I using?", "37000"),
 }
 
 NOT_GIVEN = "not given"

@@ -137,7 +137,7 @@ SCHEMA = {
     "shape": ({"title", "names"}, {"function", "at", "note", "config"}, {}),
     "listing": ({"function"}, {"snippet", "caption"}, {}),
     "paper": ({"key"}, {"section", "equation", "page"}, {}),
-    "diagram": (set(), {"function", "expand", "caption"}, {}),
+    "diagram": (set(), {"function", "expand", "caption", "links"}, {}),
 }
 ROLES = ("computes", "inline", "tests", "derived")
 # The type of every leaf value; anything not listed here is a string.

@@ -85,7 +85,9 @@ class CallSections:
         """The data-flow diagram a concept declares (`diagram: {function, expand}`), drawn from
         the syntax tree by site_builder/render/diagrams.py. A call's box links to the concept section of
         the function it calls; an add's box to the equation of this page that cites its line;
-        else to the line itself."""
+        else to the line itself. With `links: page`, every box links to this page's equation that
+        cites its line first (a page that walks through the function section by section, whose
+        sections come before the diagram's), and only then as above."""
         from site_builder.render.diagrams import dataflow, render, describe, column_titles, legend
         d = c["diagram"]
         fn, expand = d.get("function", c["function"]), list(d.get("expand") or [])
@@ -97,6 +99,10 @@ class CallSections:
                 missing = True
                 self.problems.append(Problem(page.file, d.line_of("expand" if q in expand else "function") or c.line_of("diagram"),
                                              f"diagram: {e}", "correct the name, or remove it from the diagram"))
+        if d.get("links") not in (None, "page"):
+            self.problems.append(Problem(page.file, d.line_of("links") or c.line_of("diagram"),
+                                         f"diagram: links is '{d.get('links')}', but the only choice is 'page'",
+                                         "write links: page, or remove it"))
         if missing:
             return None
         self.site.documented.add(fn)
@@ -105,7 +111,9 @@ class CallSections:
             eq = next((href for href, _ in self.site.cited.get((n.file, n.line), [])
                        if href.startswith(f"{page.slug}.html#")), None)
             link = self.fn_link(n.callee) if n.callee else None
-            if n.kind == "call" and link and link["href"] and n.callee in self.fn_pages:
+            if eq and d.get("links") == "page":
+                n.href = eq
+            elif n.kind == "call" and link and link["href"] and n.callee in self.fn_pages:
                 n.href = link["href"]
             elif eq:
                 n.href = eq
