@@ -133,7 +133,8 @@ SCHEMA = {
     # code: the TeX's name, if a local; shape_of: what the shape check reads when `code` is
     # written for the reader (a callee's array: 'return[0] (inside make_targets)')
     "symbol": ({"tex", "meaning", "shape"}, {"code", "shape_of"}, {}),
-    "example": ({"title", "run"}, {"hand_picked", "caption", "timeout", "choices", "playable"}, {}),
+    "example": ({"title", "run"}, {"hand_picked", "caption", "timeout", "choices", "playable",
+                                     "shows_nonfinite"}, {}),
     "shape": ({"title", "names"}, {"function", "at", "note", "config"}, {}),
     "listing": ({"function"}, {"snippet", "caption"}, {}),
     "paper": ({"key"}, {"section", "equation", "page"}, {}),
@@ -141,7 +142,7 @@ SCHEMA = {
 }
 ROLES = ("computes", "inline", "tests", "derived")
 # The type of every leaf value; anything not listed here is a string.
-LEAF_TYPES = {"derived": bool, "flow": bool, "probe": "probe-map", "names": "str-list", "nav": "str-list",
+LEAF_TYPES = {"derived": bool, "flow": bool, "shows_nonfinite": bool, "probe": "probe-map", "names": "str-list", "nav": "str-list",
               "expand": "str-list", "holds": "str-map", "roles": "str-map", "sources": "str-map", "papers": dict,
               "shape": "scalar", "block": "prefix",
               "section": "scalar", "equation": "scalar", "page": "scalar", "year": "scalar",
