@@ -16,7 +16,7 @@ from site_builder.run.nonfinite import nonfinite_shown
 
 
 def example_def(root, ref) -> str:
-    """`content/examples/layernorm.py:123`, the def line of the example function `ref` names
+    """`content/examples/MODULE.py:LINE`, the def line of the example function `ref` names
     (read with ast; the module alone if it cannot be read)."""
     import ast
     module, _, name = str(ref).partition(":")
