@@ -141,7 +141,7 @@ def test_references_json_matches_the_source(built_site):
     assert refs["references"], "no references recorded"
     for r in refs["references"]:
         assert r["role"] in ("computes", "inline", "tests", "derived", "concept", "listing", "example",
-                             "called-by", "tested-by", "prose", "shapes", "shapes-config", "caches", "value"), r
+                             "called-by", "tested-by", "prose", "shapes", "shapes-config", "shapes-run", "caches", "value"), r
         if r["start"] is not None:
             lines = (ROOT / r["file"]).read_text().split("\n")
             assert "\n".join(lines[r["start"] - 1:r["end"]]) == r["code"], r

@@ -135,7 +135,7 @@ SCHEMA = {
     "symbol": ({"tex", "meaning", "shape"}, {"code", "shape_of"}, {}),
     "example": ({"title", "run"}, {"hand_picked", "caption", "timeout", "choices", "playable",
                                      "shows_nonfinite"}, {}),
-    "shape": ({"title", "names"}, {"function", "at", "note", "config"}, {}),
+    "shape": ({"title", "names"}, {"function", "at", "note", "config", "run"}, {}),
     "listing": ({"function"}, {"snippet", "caption"}, {}),
     "paper": ({"key"}, {"section", "equation", "page"}, {}),
     "diagram": (set(), {"function", "expand", "caption"}, {}),
