@@ -20,6 +20,8 @@ def example_def(root, ref) -> str:
     (read with ast; the module alone if it cannot be read)."""
     import ast
     module, _, name = str(ref).partition(":")
+    if module == "declared":
+        return "a declarative example"
     rel = f"content/examples/{module}.py"
     try:
         tree = ast.parse((root / rel).read_text(encoding="utf-8"))
@@ -91,7 +93,7 @@ class ExampleSections:
                 self.site.examples_run += not cached
                 module = e["run"].partition(":")[0]
                 self.site.references.append(dict(page=page.slug, concept=c["id"], equation=None, role="example",
-                                                  function=ref, file=f"content/examples/{module}.py",
+                                                  function=ref, file=page.file if module == "declared" else f"content/examples/{module}.py",
                                                   start=None, end=None, code=None))
                 if result is not None:
                     shown = nonfinite_shown(result.blocks)

@@ -180,7 +180,8 @@ class ShapeBlocks:
                                          f"name an example whose run calls {fn.rpartition('.')[2]}"))
             return None
         self.site.references.append(dict(page=self.page_slug, concept=c["id"], equation=None, role="shapes-run",
-                                          function=ref, file=f"content/examples/{ref.partition(':')[0]}.py",
+                                          function=ref, file=page.file if ref.startswith("declared:")
+                                          else f"content/examples/{ref.partition(':')[0]}.py",
                                           start=None, end=None, code=None))
         scalars = [(tex_name(str(r["tex"])), str(r["code"])) for r in c.get("symbols") or []
                    if r.get("code") and not str(r.get("shape", "")).strip().startswith("(")]
