@@ -25,6 +25,17 @@ def ffn_worked_params():
             "b0.ff2_w": FFN_WORKED_W2.copy(), "b0.ff2_b": FFN_WORKED_B2.copy()}
 
 
+# ---------------------------------------------------------------- the worked LayerNorm example
+# Two rows of d = 4 features, and a scale and shift that are not the ones and zeros init_params
+# starts from, so that both steps of the last line are visible.
+LN_X = np.array([[2.0, -1.0, 0.5, 3.5],
+                 [0.3, 0.1, -0.2, 0.6]])
+LN_G = np.array([1.5, 0.5, -1.0, 2.0])
+LN_B = np.array([0.1, 0.0, -0.2, 0.3])
+LN_DY = np.array([[0.2, -0.5, 0.1, 0.4],       # hand-picked, not computed from a loss
+                  [-0.3, 0.2, 0.6, -0.1]])
+
+
 # ---------------------------------------------------------------- gradient checks
 # The largest relative error a gradient check accepts (central differences, h = 1e-5, float64).
 GRADCHECK_TOL = 1e-7

@@ -83,8 +83,19 @@ def test_params_table_has_the_decay_column_its_intro_names(site_page):
     assert names and cells == ["yes" if decays(n.replace("{l}", "0")) else "no" for n in names]
 
 
+def declared_example(page, title):
+    """Run the declarative example titled `title` on content/pages/PAGE.md as the build does."""
+    from site_builder.gather.content import concepts, load_content
+    from site_builder.gather.playground import split_ref
+    from site_builder.run.declarative import load_declared
+    problems = []
+    content = load_content(ROOT, problems)
+    [e] = [e for c in concepts(content.pages[page]) for e in c.get("examples") or [] if e["title"] == title]
+    return load_declared(ROOT, e["run"])(**split_ref(e["run"])[1])
+
+
 def test_ffn_backward_table_equals_a_direct_call():
-    rows = example("ffn_backward_worked").blocks[0]["rows"]
+    rows = declared_example("block", "The same row, backward").blocks[0]["rows"]
     params = ffn_worked_params()
     _, cache = ffn_forward(FFN_WORKED_XN, params, "b0.")
     grads = {k: np.zeros_like(v) for k, v in params.items()}
@@ -141,7 +152,7 @@ def test_references_json_matches_the_source(built_site):
     assert refs["references"], "no references recorded"
     for r in refs["references"]:
         assert r["role"] in ("computes", "inline", "tests", "derived", "concept", "listing", "example",
-                             "called-by", "tested-by", "prose", "shapes", "shapes-config", "caches", "value"), r
+                             "called-by", "tested-by", "prose", "shapes", "shapes-config", "shapes-run", "caches", "value"), r
         if r["start"] is not None:
             lines = (ROOT / r["file"]).read_text().split("\n")
             assert "\n".join(lines[r["start"] - 1:r["end"]]) == r["code"], r

@@ -34,16 +34,6 @@ def ffn_forward_worked():
     return ExampleResult(weights + [table], WORKED_SOURCE)
 
 
-def ffn_backward_worked():
-    params = ffn_worked_params()
-    _, cache = ffn_forward(FFN_WORKED_XN, params, "b0.")
-    grads = {k: np.zeros_like(v) for k, v in params.items()}
-    t = trace_locals(ffn_backward, FFN_WORKED_DOUT, cache, params, "b0.", grads)
-    table = steps_table(t, [("Arrives", "dOut"), ("Through the second layer", "dA"),
-                            ("Through ReLU", "dZ"), ("Through the first layer", "dXn")])
-    return ExampleResult([table], WORKED_SOURCE)
-
-
 def _ffn_loss(params, Xn, dOut):
     return float((ffn_forward(Xn, params, "b0.")[0] * dOut).sum())
 

@@ -7,7 +7,6 @@ import numpy as np
 
 from model.config import ModelConfig
 from model.data import DEFAULT_CORPUS, CharTokenizer, load_corpus
-from model.gradcheck import numerical_grad
 from model.ops import layer_norm_forward, layer_norm_backward
 from model.transformer import init_params, embed_forward, forward, block_forward
 from site_builder.run.examples import (ExampleResult, gradcheck_table, table, fmt_number, fmt_array, matrix,
@@ -16,19 +15,14 @@ from site_builder.gather.source_index import build_index
 from site_builder.run.qualnames import qualname_of
 from site_builder.run.trace import call_tree, trace_locals
 from content.hooks import corpus_window, run_label
+from tests.fixtures import LN_B, LN_DY, LN_G, LN_X
 
 ROOT = Path(__file__).resolve().parents[2]
 
 EPS = ModelConfig(vocab_size=1).ln_eps          # the default cfg.ln_eps, read from the dataclass
 
-# Hand-picked: two rows of d = 4 features, and a scale and shift that are not the ones and zeros
-# init_params starts from, so that both steps of the last line are visible.
-X_HAND = np.array([[2.0, -1.0, 0.5, 3.5],
-                   [0.3, 0.1, -0.2, 0.6]])
-G_HAND = np.array([1.5, 0.5, -1.0, 2.0])
-B_HAND = np.array([0.1, 0.0, -0.2, 0.3])
-DY_HAND = np.array([[0.2, -0.5, 0.1, 0.4],      # hand-picked, not computed from a loss
-                    [-0.3, 0.2, 0.6, -0.1]])
+# Hand-picked (tests/fixtures.py): two rows of d = 4 features, a scale and a shift, and dY.
+X_HAND, G_HAND, B_HAND, DY_HAND = LN_X, LN_G, LN_B, LN_DY
 
 # The rows of the epsilon experiment: an ordinary row, the same row shrunk a thousand times, a
 # constant row. And one upstream gradient for all three.
@@ -107,20 +101,6 @@ def backward_directions():
     return ExampleResult([table(["", "sum of dXhat (term 1 alone)", "sum of dX",
                                  "sum of dXhat * Xhat (term 1 alone)", "sum of dX * Xhat"], rows)],
                          HAND_SOURCE + "; dY hand-picked", data=dict(dX=dX, Xhat=Xhat))
-
-
-def _ln_loss(X, g, b, dY):
-    return float((layer_norm_forward(X.copy(), g, b, EPS)[0] * dY).sum())
-
-
-def backward_gradcheck():
-    X, g, b = X_HAND.copy(), G_HAND.copy(), B_HAND.copy()
-    _, c = layer_norm_forward(X.copy(), g, b, EPS)
-    dX, dg, db = layer_norm_backward(DY_HAND.copy(), c, g)
-    f = lambda: _ln_loss(X, g, b, DY_HAND)
-    rows = [("dX", dX, numerical_grad(f, X)), ("dg", dg, numerical_grad(f, g)), ("db", db, numerical_grad(f, b))]
-    return ExampleResult([gradcheck_table(rows)], HAND_SOURCE + "; dY hand-picked",
-                         data=dict(rows=rows))
 
 
 def _eps_row(x, eps):

@@ -28,9 +28,10 @@ def example_requests(root, content, slugs=None):
              for c in concepts(page) for e in c.get("examples") or []
              if not parameters_missing(root, e["run"], list(e.get("choices") or {}))
              for combo in combinations(e.get("choices"))]
-    sizing = [Request(str(b["config"]), page.file, b.line_of("config"))
+    sizing = [Request(str(b[key]), page.file, b.line_of(key))
               for slug, page in content.pages.items() if slugs is None or slug in slugs
-              for c in concepts(page) for b in c.get("shapes") or [] if isinstance(b, dict) and b.get("config")]
+              for c in concepts(page) for b in c.get("shapes") or [] if isinstance(b, dict)
+              for key in ("run", "config") if b.get(key)]
     extra = {r.ref: r for r in value_requests(content, slugs) + sizing if r.ref not in {s.ref for s in shown}}
     return shown + list(extra.values())
 

@@ -133,15 +133,19 @@ SCHEMA = {
     # code: the TeX's name, if a local; shape_of: what the shape check reads when `code` is
     # written for the reader (a callee's array: 'return[0] (inside make_targets)')
     "symbol": ({"tex", "meaning", "shape"}, {"code", "shape_of"}, {}),
-    "example": ({"title", "run"}, {"hand_picked", "caption", "timeout", "choices", "playable"}, {}),
-    "shape": ({"title", "names"}, {"function", "at", "note", "config"}, {}),
+    # run: module:function; or a declarative example (site_builder/run/declarative.py): steps or
+    # gradcheck, with inputs and optionally function (default: the concept's)
+    "example": ({"title"}, {"run", "hand_picked", "caption", "timeout", "choices", "playable",
+                            "shows_nonfinite", "steps", "gradcheck", "inputs", "function"}, {}),
+    "shape": ({"title", "names"}, {"function", "at", "note", "config", "run"}, {}),
     "listing": ({"function"}, {"snippet", "caption"}, {}),
     "paper": ({"key"}, {"section", "equation", "page"}, {}),
     "diagram": (set(), {"function", "expand", "caption", "links"}, {}),
 }
 ROLES = ("computes", "inline", "tests", "derived")
 # The type of every leaf value; anything not listed here is a string.
-LEAF_TYPES = {"derived": bool, "flow": bool, "probe": "probe-map", "names": "str-list", "nav": "str-list",
+LEAF_TYPES = {"derived": bool, "flow": bool, "shows_nonfinite": bool, "gradcheck": bool, "steps": "list",
+              "inputs": dict, "probe": "probe-map", "names": "str-list", "nav": "str-list",
               "expand": "str-list", "holds": "str-map", "roles": "str-map", "sources": "str-map", "papers": dict,
               "shape": "scalar", "block": "prefix",
               "section": "scalar", "equation": "scalar", "page": "scalar", "year": "scalar",
@@ -158,6 +162,7 @@ def check_leaf(obj, key, file, problems):
           str: lambda v: isinstance(v, str) and v.strip() != "",
           "prefix": lambda v: isinstance(v, str),       # "": no prefix (a params section's every parameter)
           dict: lambda v: isinstance(v, dict),
+          "list": lambda v: isinstance(v, list) and bool(v),
           "scalar": lambda v: isinstance(v, (str, int, float)) and not isinstance(v, bool),
           "str-list": lambda v: isinstance(v, list) and all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in v),
           "str-map": lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
@@ -168,7 +173,7 @@ def check_leaf(obj, key, file, problems):
         problems.append(Problem(file, line, f"'{key}' is still TODO", f"write the {key} (new-concept left it for you)",
                                 strict=True))
     if not ok:
-        described = {bool: "true or false", str: "non-empty text", "prefix": "text", dict: "a mapping", "scalar": "a number or text",
+        described = {bool: "true or false", str: "non-empty text", "list": "a non-empty list", "prefix": "text", dict: "a mapping", "scalar": "a number or text",
                      "str-list": "a list of names", "str-map": "a mapping of names to text",
                      "seconds": "a number of seconds above 0 and at most 3600",
                      "probe-map": "a mapping of parameter names to shapes ('(T, d)') or numbers"}[want]
@@ -249,9 +254,66 @@ def validate(obj, kind, file, line, problems):
     if kind == "example":
         from site_builder.gather.playground import check_declaration
         check_declaration(obj, file, problems)
+        check_example_kind(obj, file, problems)
+    if kind == "concept":
+        for e in obj.get("examples") or [] if isinstance(obj.get("examples"), list) else []:
+            if isinstance(e, dict) and "run" not in e:
+                declare_example(e, obj, file, problems)
+        runs = {str(e.get("title")): e["run"] for e in obj.get("examples") or [] if isinstance(e, dict) and e.get("run")}
+        for block in obj.get("shapes") or [] if isinstance(obj.get("shapes"), list) else []:
+            if isinstance(block, dict) and isinstance(block.get("run"), str) and ":" not in block["run"]:
+                if block["run"] in runs:             # a shapes block sized by an example of this concept, by its title
+                    block["run"] = runs[block["run"]]
+                else:
+                    problems.append(Problem(file, block.line_of("run"), f"shapes 'run: {block['run']}' is neither "
+                                            "module:function nor the title of an example of this concept",
+                                            did_you_mean(block["run"], runs) or "name an example: module:function, or its title"))
     if kind == "note" and len(obj) != 1:
         problems.append(Problem(file, obj.line, "a note is either 'general:' or 'measured:'",
                                 "label a claim the repository does not measure 'general'"))
+
+
+DECLARED = ("steps", "gradcheck")
+
+
+def check_example_kind(e, file, problems):
+    """An example runs a function (`run:`) or is declared (`steps:` or `gradcheck: true`), one of them."""
+    given = [k for k in ("run",) + DECLARED if k in e and e[k] is not False]
+    if len(given) != 1:
+        problems.append(Problem(file, e.line, f"an example needs one of 'run:', 'steps:', 'gradcheck: true'"
+                                + (f", not {' and '.join(given)}" if given else ""),
+                                "write run: module:function for a Python example, or steps: [...] / gradcheck: true "
+                                "with inputs: {...} for a declarative one"))
+    elif given[0] != "run":
+        if "inputs" not in e:
+            problems.append(Problem(file, e.line_of(given[0]), f"a declarative example ({given[0]}) needs 'inputs:'",
+                                    "give the function's inputs: inputs: {X: FIXTURE_NAME, eps: 1.0e-5}"))
+        for key in ("choices", "playable"):
+            if key in e:
+                problems.append(Problem(file, e.line_of(key), f"a declarative example takes no '{key}'",
+                                        "write a Python example (run: module:function) to let the reader choose"))
+    elif "inputs" in e or "function" in e:
+        key = "inputs" if "inputs" in e else "function"
+        problems.append(Problem(file, e.line_of(key), f"'{key}' is for a declarative example, not one with 'run:'",
+                            f"remove '{key}', or replace 'run:' with steps: [...] or gradcheck: true"))
+
+
+def declare_example(e, concept, file, problems):
+    """A declarative example gets the ref that runs it (site_builder/run/declarative.py), at the
+    line of its `steps:` or `gradcheck:`, so it is requested, run and cached like any other."""
+    from site_builder.gather.declared import DeclaredError, declared_ref, step_rows
+    kind = next((k for k in DECLARED if e.get(k)), None)
+    if kind is None or not isinstance(e.get("inputs"), dict):
+        return                          # check_example_kind said why
+    function = str(e.get("function") or concept.get("function") or "")
+    try:
+        rows = step_rows(e["steps"]) if kind == "steps" else None
+    except DeclaredError as err:
+        problems.append(Problem(file, e.line_of("steps"), str(err), "write each step as NAME, {LABEL: NAME} or "
+                                "{LABEL: [NAME, N]}"))
+        return
+    e["run"] = declared_ref(kind, function, e["inputs"], e["steps"] if rows is not None else None)
+    e.key_lines["run"] = e.line_of(kind)
 
 
 @dataclass

@@ -51,6 +51,11 @@ SETTINGS = {
     "example_headings": "the heading over a concept's examples, a mapping {untrained: TEXT, mixed: TEXT, trained: TEXT} "
                         "({runs} names the training runs they read)",
     "landing": "the landing page's words, a mapping {map_title, map_caption ({call}, {source}), map_missing, size_title}",
+    # declarative examples (site_builder/run/declarative.py)
+    "fixtures": "the module whose names a declarative example's inputs may give, a dotted name (default: the "
+                "tests folder's fixtures.py, if there is one)",
+    "numerical_grad": "central differences numerical_grad(f, x) -> the gradient of f() by x, a dotted name "
+                      "(a declarative gradient check calls it; default: none)",
     # shape probes and declared-shape checks (site_builder/run/shapes.py, run/example_shapes.py)
     "lengths": "the axis letters that are lengths a call chooses (a sequence's length), each with what it is, as "
                "{LETTER: WORDS}: a probe or an example's run sizes them, never a config field of that letter, "
@@ -102,6 +107,8 @@ class Project:
     landing: dict = field(default_factory=lambda: dict(LANDING))
     lines: dict = field(default_factory=dict, compare=False)    # setting -> its line in site.yaml
     lengths: dict = field(default_factory=dict)   # letter of a call's length -> what it is
+    fixtures: str | None = None                   # the module a declarative example's inputs name
+    numerical_grad: str | None = None             # the project's central differences
 
     @property
     def block_prefixes(self) -> tuple:
@@ -208,11 +215,20 @@ def _parse(root: Path, text: str) -> Project:
                       block_prefix=_frozen(values.get("block_prefix")), call_map_root=values.get("call_map_root"),
                       example_headings={**EXAMPLE_HEADINGS, **values.get("example_headings", {})},
                       landing={**LANDING, **values.get("landing", {})},
-                      lines=lines, lengths=dict(values.get("lengths", {})))
+                      lines=lines, lengths=dict(values.get("lengths", {})),
+                      fixtures=values.get("fixtures") or _default_fixtures(root, values.get("tests", "tests")),
+                      numerical_grad=values.get("numerical_grad"))
     _check_folders(root, project, problems)
     if problems:
         raise ProjectError(problems)
     return project
+
+
+def _default_fixtures(root, tests):
+    """The tests folder's fixtures module (`tests.fixtures`), if the file is there."""
+    path = Path(root) / tests / "fixtures.py"
+    parts = Path(tests).parts + ("fixtures",)
+    return ".".join(parts) if path.is_file() and all(p.isidentifier() for p in parts) else None
 
 
 def _frozen(value):
@@ -222,7 +238,7 @@ def _frozen(value):
 def _check_kinds(values: dict, lines: dict, problems: list):
     want = {"package": str, "tests": str, "hooks": str, "decays": str, "block_prefix": (str, list),
             "call_map_root": str, "inputs": list, "configs": list, "probe_sizes": dict, "param_groups": list,
-            "example_headings": dict, "landing": dict, "lengths": dict}
+            "example_headings": dict, "landing": dict, "lengths": dict, "fixtures": str, "numerical_grad": str}
     for key, kind in want.items():
         if key in values and not isinstance(values[key], kind):
             problems.append(Problem(SITE_FILE, lines.get(key, 1), f"project.{key} is {yaml_kind(values[key])}",
@@ -400,7 +416,7 @@ def check_names(project: Project):
                                             "; ".join(filter(None, (f"project.configs[{i}].axes names {field_name}, which is no "
                                                                     f"field of {spec.class_name}", did_you_mean(field_name, fields)))),
                                             "give each axis letter to a field (or property) of the config class")])
-    for setting in ("decays", "call_map_root"):
+    for setting in ("decays", "call_map_root", "numerical_grad"):
         if getattr(project, setting):
             _named(getattr(project, setting), project, setting)
 

@@ -271,8 +271,9 @@ def _run_here(root, ref, record=None):
     """In the child: ("ok", result) or ("failed", message, fix). Never raises. With `record`,
     the documented package's name, the result carries the shapes each of its functions held
     (site_builder/run/shape_recorder.py); the playground, which only shows the blocks, does without."""
+    from site_builder.run.declarative import load_declared
     try:
-        fn = load_example(root, ref)
+        fn = load_declared(root, ref) if ref.startswith("declared:") else load_example(root, ref)
     except LookupError as e:
         return "failed", str(e), "check the 'run:' value: module:function"
     except ImportError as e:
@@ -283,11 +284,14 @@ def _run_here(root, ref, record=None):
     from contextlib import nullcontext
     from site_builder.run.shape_recorder import record_shapes
     from site_builder.run import training_run
+    from site_builder.gather.declared import DeclaredError
     shapes = {}
     training_run.clear_runs_read()
     try:
         with record_shapes(root, shapes, record) if record else nullcontext():
             result = fn(**split_ref(ref)[1])
+    except DeclaredError as e:
+        return "failed", f"declarative example: {e}", "correct its steps or inputs on the page"
     except SystemExit as e:
         return "failed", f"example {ref} called sys.exit({e.code!r}) at {raising_line(e, root)}", \
             "return an ExampleResult instead of exiting; call the library function, not a command-line main()"

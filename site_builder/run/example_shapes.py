@@ -474,3 +474,56 @@ def from_probe(table: dict, sizes: dict | None = None) -> tuple[dict, dict]:
             names[name] = ("a", tuple(int(a) if a.isdigit() else sizes[a] for a in axes))
         calls[qualname] = names
     return calls, {sym: (n, "the probe's sizes") for sym, n in sizes.items()}
+
+
+# ------------------------------------------------- a shapes block sized from an example's run
+
+def run_letters(names: dict, data: dict, project, scalar_rows=()) -> dict:
+    """{letter: (what it stands for, size)} an example's recording of one function ({name:
+    entry}) gives letters to: the concept's scalar symbol rows (`B` with `code: batch_size`,
+    evaluated on the recording), then the config sizes (`config_sizes`: the config the function
+    held, the example's data["config"] and data["lengths"]). scalar_rows: (letter, code) pairs."""
+    out = {}
+    for letter, code in scalar_rows:
+        try:
+            got = evaluate(code, names, {})
+        except Unknown:
+            continue
+        if len(got) == 1 and got[0][0] == "i" and letter not in out:
+            out[letter] = (code, got[0][1])
+    words = getattr(project, "lengths", {}) or {}
+    for letter, (n, where) in config_sizes(names, data, project).items():
+        meaning = words.get(letter, letter) if "lengths" in where else where.rpartition(".")[2]
+        out.setdefault(letter, (meaning, n))
+    return out
+
+
+def run_shape_infos(names: dict, letters: dict, function: str, ref: str) -> dict:
+    """{name: ShapeInfo} of every array an example's run of `function` held, each axis named by
+    the one letter of `letters` of its size. One run cannot tell a coincidence from a letter
+    (the probes run twice for that): an axis whose size two letters share, or none, is printed
+    as the number, and the first is `ambiguous`."""
+    from site_builder.gather.shape_syntax import format_shape
+    from site_builder.run.shapes import ShapeInfo
+    by_size = {}
+    for letter, (_, n) in letters.items():
+        by_size.setdefault(n, []).append(letter)
+    out = {}
+    for name, (kind, shape) in names.items():
+        if kind != "a":
+            continue
+        axes, ambiguous, legend = [], [], []
+        for i, n in enumerate(shape):
+            found = by_size.get(n, [])
+            if len(found) == 1:
+                axes.append(found[0])
+                entry = (found[0], letters[found[0]][0], n)
+                if entry not in legend:
+                    legend.append(entry)
+            else:
+                axes.append(str(n))
+                if found:
+                    ambiguous.append(i)
+        out[name] = ShapeInfo(format_shape(axes), tuple(shape), format_shape(shape), name=name, function=function,
+                              ambiguous=tuple(ambiguous), probe=f"the example {ref}", legend=tuple(legend))
+    return out

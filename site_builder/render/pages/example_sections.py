@@ -12,6 +12,24 @@ prepare_blocks is also what `serve` does to a result computed on the reader's in
 from site_builder.base.problems import Problem
 from site_builder.render.html import source_url
 from site_builder.run.example_runner import DEFAULT_TIMEOUT, ExampleStore, Request, run_example
+from site_builder.run.nonfinite import nonfinite_shown
+
+
+def example_def(root, ref) -> str:
+    """`content/examples/MODULE.py:LINE`, the def line of the example function `ref` names
+    (read with ast; the module alone if it cannot be read)."""
+    import ast
+    module, _, name = str(ref).partition(":")
+    if module == "declared":
+        return "a declarative example"
+    rel = f"content/examples/{module}.py"
+    try:
+        tree = ast.parse((root / rel).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return rel
+    name = name.partition("(")[0]
+    line = next((n.lineno for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name), None)
+    return f"{rel}:{line}" if line else rel
 
 
 def examples_heading(examples, root) -> str:
@@ -66,7 +84,7 @@ class ExampleSections:
                                              f"name one of its parameters, or add '{name}' to the function"))
             if missing:
                 continue
-            variants = {}
+            variants, nonfinite = {}, []
             for combo in combinations(choices):
                 ref = call_ref(e["run"], combo)
                 result, cached = self.example_results.get(ref) or run_example(
@@ -76,11 +94,14 @@ class ExampleSections:
                 self.site.examples_run += not cached
                 module = e["run"].partition(":")[0]
                 self.site.references.append(dict(page=page.slug, concept=c["id"], equation=None, role="example",
-                                                  function=ref, file=f"content/examples/{module}.py",
+                                                  function=ref, file=page.file if module == "declared" else f"content/examples/{module}.py",
                                                   start=None, end=None, code=None))
                 if result is None:
                     self._failed_examples.append(ref)
                 if result is not None:
+                    shown = nonfinite_shown(result.blocks)
+                    if shown:
+                        nonfinite.append((ref, shown))
                     self._recordings.append((ref, result))
                     for block in result.blocks:
                         if block.get("function"):       # the package's function the example traced
@@ -89,6 +110,7 @@ class ExampleSections:
                         source=result.source, blocks=self.example_blocks(result.blocks), runs=result.runs)
             if len(variants) < len(combinations(choices)):
                 continue                     # a failed combination is a problem already
+            self.check_nonfinite(page, e, nonfinite)
             first = next(iter(variants.values()))
             ex_id = f"{c['id']}--ex-{n}"
             out.append(dict(title=e["title"], hand_picked=self.md(e, "hand_picked"), caption=self.md(e, "caption"),
@@ -96,6 +118,21 @@ class ExampleSections:
                             runs=sorted({r for v in variants.values() for r in v["runs"]}),
                             play=controls(e, page.slug, ex_id, variants, rules) if choices or e.get("playable") else None))
         return out
+
+    def check_nonfinite(self, page, e, nonfinite):
+        """An example that shows inf or NaN must say so (`shows_nonfinite: true`); one that says
+        so must show one, in one of its choices at least."""
+        declared = e.get("shows_nonfinite") is True
+        if nonfinite and not declared:
+            ref, shown = nonfinite[0]
+            self.problems.append(Problem(page.file, e.line_of("run"), f"example {ref} ({example_def(self.root, ref)}) "
+                                         f"shows a non-finite value: {shown}",
+                                         "fix its inputs, or add 'shows_nonfinite: true' to the example if it "
+                                         "shows them on purpose (and say why in its caption)"))
+        elif declared and not nonfinite:
+            self.problems.append(Problem(page.file, e.line_of("shows_nonfinite"), f"example {e['run']} declares "
+                                         "shows_nonfinite, but shows no inf or NaN", "remove 'shows_nonfinite: true'",
+                                         strict=True))
 
     def example_blocks(self, blocks):
         return prepare_blocks(blocks, self.index, self.r)

@@ -117,12 +117,18 @@ class ShapeBlocks:
         out = []
         for s in c.get("shapes") or []:
             fn = s.get("function", c["function"])
-            sizes = self.example_sizes(page, s) if s.get("config") else None
+            sizes = self.example_sizes(page, s) if s.get("config") and not s.get("run") else None
             at = self.resolve(fn, s["at"], page.file, s.line_of("at")) if s.get("at") else None
             if at:
                 self.cite("shapes", at, c["id"])
-            failed = self.failed_probe(fn)
-            infos = {} if failed else self.shapes.get(fn, {})
+            if s.get("run"):
+                infos = self.run_shapes(page, c, s, fn)
+                if infos is None:
+                    continue                    # the example failed, or never called fn: said at its line
+                failed = None
+            else:
+                failed = self.failed_probe(fn)
+                infos = {} if failed else self.shapes.get(fn, {})
             rows = []
             if failed:                          # once for the block: every name has the same cause
                 self.probe_problem(failed, page.file, s.line_of("names"), f"no shapes for {fn}")
@@ -132,22 +138,55 @@ class ShapeBlocks:
                     continue
                 if info is None:
                     saw = ", ".join(sorted(infos))
+                    seen_by = f"the example {s['run']}'s run" if s.get("run") else "the probe"
                     self.problems.append(Problem(page.file, s.line_of("names"),
                                                  f"no shape recorded for '{name}' in {fn} "
-                                                 f"(names the probe saw: {saw or 'none'})",
+                                                 f"(names {seen_by} saw: {saw or 'none'})",
                                                  f"use one of those names" if saw else
                                                  self.probe_fix(dict(function=fn), block=True)))
                     continue
-                label = "out" if str(name).startswith("return") else str(name)
+                label = str(name) if not str(name).startswith("return") else \
+                    "out" if sum(str(n).startswith("return") for n in s["names"]) == 1 else "out" + str(name)[6:]
                 if sizes is not None:
                     info = self.info_at(info, sizes, str(name), page, s)
                 rows.append(dict(name=label, symbolic=info.symbolic, concrete=info.concrete_str, info=info))
             out.append(dict(title=s["title"], rows=rows, note=self.md(s, "note"),
-                            sized_at="At the example's config" if sizes is not None else "At the default config",
+                            sized_at="At the example's config" if sizes is not None else
+                            "In the example's run" if s.get("run") else "At the default config",
                             names_from=names_apart(sizes["config"], s["config"]) if sizes is not None else "",
                             legend=legend_text([r.pop("info") for r in rows]),
                             at=dict(label=f"{short_file(at.file, self.project.package)}:{at.start}", href=source_url(at.file) + f"#L{at.start}") if at else None))
         return out
+
+    def run_shapes(self, page, c, s, fn):
+        """{name: ShapeInfo} of a shapes block with `run: module:function`: what that example's
+        run of fn held (its first call), each axis named by the letter of its size among the
+        concept's scalar symbol rows and the config the run used (example_shapes.run_letters).
+        None, with a problem at the block's `run:` line, when the example failed or never called fn."""
+        from site_builder.run.example_shapes import run_letters, run_shape_infos
+        from site_builder.render.pages.symbol_rows import tex_name
+        ref, line = str(s["run"]), s.line_of("run")
+        if s.get("config"):
+            self.problems.append(Problem(page.file, s.line_of("config"), "a shapes block with 'run:' is sized by that "
+                                         "run: 'config:' says nothing more", "remove 'config:'"))
+        result = self.example_result(ref, page.file, line)
+        if result is None:
+            return None                         # its failure is a problem already
+        names = (result.shapes or {}).get(fn)
+        if names is None:
+            ran = ", ".join(sorted(q.rpartition(".")[2] for q in result.shapes or {})) or "none"
+            self.problems.append(Problem(page.file, line, f"the example {ref} never calls {fn}, so its run "
+                                         f"sizes no shapes of it (the package functions it ran: {ran})",
+                                         f"name an example whose run calls {fn.rpartition('.')[2]}"))
+            return None
+        self.site.references.append(dict(page=self.page_slug, concept=c["id"], equation=None, role="shapes-run",
+                                          function=ref, file=page.file if ref.startswith("declared:")
+                                          else f"content/examples/{ref.partition(':')[0]}.py",
+                                          start=None, end=None, code=None))
+        scalars = [(tex_name(str(r["tex"])), str(r["code"])) for r in c.get("symbols") or []
+                   if r.get("code") and not str(r.get("shape", "")).strip().startswith("(")]
+        letters = run_letters(names, result.data, self.project, scalars)
+        return run_shape_infos(names, letters, fn, ref)
 
     def example_sizes(self, page, s):
         """The sizes a shapes block with `config: module:function` is shown at: the config
