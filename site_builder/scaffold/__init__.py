@@ -11,5 +11,6 @@ It imports from gather, run and build (it runs the probes the check will reuse),
 other way round: nothing in a build depends on it.
 """
 from site_builder.scaffold.concept import ScaffoldError, new_concept
+from site_builder.scaffold.page import new_page
 
-__all__ = ["ScaffoldError", "new_concept"]
+__all__ = ["ScaffoldError", "new_concept", "new_page"]

@@ -203,7 +203,8 @@ def _probe_value(name, kind, letters):
             return kind.value
         return 0.5 if kind.probability else TODO
     if kind.kind == "array" and kind.ndim in (1, 2) and len(letters) >= 2:
-        shape = "(" + ", ".join(letters[:2][-kind.ndim:]) + ("," if kind.ndim == 1 else "") + ")"
+        axes = letters[:2][-kind.ndim:] if not kind.integer else letters[:kind.ndim]   # ids run along a sequence
+        shape = "(" + ", ".join(axes) + ("," if kind.ndim == 1 else "") + ")"
         return shape + (" ints" if kind.integer else "")
     return TODO
 
@@ -301,8 +302,8 @@ def _symbol_rows(names, shapes, kinds=None, inside=None) -> list:
         kind = kinds.get(name)
         if name in shapes:
             shape = shapes[name]
-        elif kind is not None and kind.kind == "scalar" or name in axes:
-            shape = "scalar"
+        elif kind is not None and kind.kind == "scalar" or name in axes or (shapes and kind is None and not inside):
+            shape = "scalar"                  # the probe ran and recorded no array for it
         else:
             shape = "none"
         meaning = _q(f"{TODO}: {name} is also the axis {name} of the shapes here; say it is that length, "
@@ -477,7 +478,7 @@ def new_concept(root: Path, qualname: str, page: str, after: str | None = None) 
     """Write the section and the example stub; returns the lines to print. Raises ScaffoldError."""
     problems: list = []
     content = load_content(root, problems)
-    errors = [p for p in problems if not p.warning]
+    errors = [p for p in problems if not p.warning and "is still TODO" not in str(p)]   # a draft may wait
     if page not in content.pages:
         raise ScaffoldError(f"no page '{page}' (pages: {', '.join(content.pages)}); start it with "
                             f"{COMMAND} new-page {page} --title TITLE, then run new-concept again; nothing was written")
@@ -500,7 +501,8 @@ def new_concept(root: Path, qualname: str, page: str, after: str | None = None) 
         ids = [str(s.get("id")) for s in content.pages[page].meta.get("sections") or [] if isinstance(s, dict)]
         raise ScaffoldError(f"{content.pages[page].file} has no section '{after}' (its sections: {', '.join(ids)}); "
                             f"nothing was written")
-    sid = f"{page}-{_short(qualname).replace('_', '-')}"
+    short_id = _short(qualname).replace('_', '-')
+    sid = page if short_id == page else f"{page}-{short_id}"
     for p in content.pages.values():
         for c in concepts(p):
             if c.get("function") == qualname:

@@ -69,7 +69,8 @@ def helper_expression(params: tuple, doc: str | None):
         except SyntaxError:
             continue
         used = {x.id for x in ast.walk(expr) if isinstance(x, ast.Name)}
-        return (params[0], expr) if params[0] in used and isinstance(expr, ast.Call) else None
+        if params[0] in used and isinstance(expr, ast.Call):
+            return params[0], expr
     return None
 
 
