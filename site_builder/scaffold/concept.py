@@ -368,9 +368,11 @@ def _insert_at(page_text: str, after: str | None) -> int:
         target = end if start is None else \
             next((i for i in range(start + 1, end) if lines[i].strip() and not lines[i].startswith((" ", "-", "#"))), end)
     else:
-        start = next((i for i in range(end) if re.match(rf"\s*- id: *{re.escape(after)}\s*$", lines[i])), None)
+        start = next((i for i in range(end) if re.match(rf"\s*(- )?id: *{re.escape(after)}\s*$", lines[i])), None)
         if start is None:
             raise ScaffoldError(f"the page has no section '{after}'")
+        while start > 0 and not lines[start].lstrip().startswith("- "):
+            start -= 1                     # `- type: text` then `id: ...`: the item starts above
         indent = len(lines[start]) - len(lines[start].lstrip())
         target = next((i for i in range(start + 1, end)
                        if lines[i].strip() and len(lines[i]) - len(lines[i].lstrip()) <= indent), end)
@@ -568,7 +570,7 @@ def new_concept(root: Path, qualname: str, page: str, after: str | None = None) 
     if shown and (probe is None or TODO not in probe.values()):
         y += ["    shapes:", f"      - title: {TODO}", "        names: [" + ", ".join(_q(n) for n in shown) + "]"]
     if backward:
-        y += ["    listings:", f"      - function: {backward}", f"        caption: {TODO}"]
+        y += ["    listings:", f"      - function: {backward}"]        # a caption is optional
     section = "\n".join(y) + "\n"
 
     page_path = root / target.file

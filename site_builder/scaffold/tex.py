@@ -5,7 +5,8 @@
 maps it back to the code name (render/pages/symbol_rows.py `tex_name` reads most of them back
 without a `code:`). `draft` writes an equation's TeX from the statement that computes it:
 names as those symbols, `*` of two arrays as `\\odot`, `/` as a fraction, `np.sqrt` as a root,
-a reduction over the last axis as a sum over j. Anything it cannot read (a slice, a call it
+a reduction over the last axis as a sum over j, a comparison of arrays as an Iverson
+bracket, a generator's draw as a letter with its distribution (`u \\sim U(0, 1)`). Anything it cannot read (a slice, a call it
 does not know) gives None, and the scaffold writes TODO: a draft is the code's own
 statement, never a formula guessed from a name.
 """
@@ -19,6 +20,8 @@ GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "
 SHORT_GREEK = {"eps": r"\varepsilon", "lam": r"\lambda", "lmbda": r"\lambda", "sig": r"\sigma"}
 FUNCTIONS = {"sqrt": None, "exp": r"\exp", "log": r"\log", "tanh": r"\tanh", "sin": r"\sin", "cos": r"\cos",
              "abs": None, "maximum": r"\max", "minimum": r"\min"}
+# A generator's draws, as the distribution each entry comes from (numpy.random.Generator's own).
+DRAWS = {"random": ("u", "U(0, 1)"), "standard_normal": ("z", r"\mathcal{N}(0, 1)")}
 REDUCTIONS = {"sum": r"\sum_j", "mean": r"\operatorname{mean}_j", "max": r"\max_j", "min": r"\min_j"}
 
 
@@ -77,6 +80,7 @@ def helper_expression(params: tuple, doc: str | None):
 class _Drafter:
     def __init__(self, names: dict, arrays: set, helpers: dict | None = None):
         self.names, self.arrays, self.helpers = names, arrays, helpers or {}
+        self.draws = []                      # `u \sim U(0, 1)` for each random draw the statement makes
 
     def is_array(self, node) -> bool:
         if isinstance(node, ast.Name):
@@ -111,7 +115,9 @@ class _Drafter:
             return self.binop(node)
         if isinstance(node, ast.Compare) and len(node.ops) == 1:
             op = {ast.Lt: "<", ast.LtE: r"\le", ast.Gt: ">", ast.GtE: r"\ge", ast.Eq: "=", ast.NotEq: r"\ne"}
-            return f"{self(node.left)} {op[type(node.ops[0])]} {self(node.comparators[0])}"
+            text = f"{self(node.left)} {op[type(node.ops[0])]} {self(node.comparators[0])}"
+            arrays = self.is_array(node.left) or self.is_array(node.comparators[0])
+            return rf"\left[{text}\right]" if arrays else text     # of arrays: 1 where it holds, else 0
         if isinstance(node, ast.Subscript):
             index = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             if all(isinstance(i, ast.Constant) and i.value in (None, Ellipsis) for i in index):
@@ -141,6 +147,13 @@ class _Drafter:
 
     def call(self, node) -> str:
         func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in DRAWS and not (isinstance(func.value, ast.Name)
+                                                                           and func.value.id == "np"):
+            letter, law = DRAWS[func.attr]
+            letter = letter if not self.draws else f"{letter}_{len(self.draws) + 1}"
+            self.draws.append(rf"{letter} \sim {law}")
+            self.arrays.add(letter)
+            return letter
         last_axis = any(k.arg == "axis" and ast.unparse(k.value) in ("-1",) for k in node.keywords)
         if isinstance(func, ast.Attribute) and func.attr in REDUCTIONS and last_axis:
             target = func.value if not (isinstance(func.value, ast.Name) and func.value.id == "np") else node.args[0]
@@ -171,9 +184,10 @@ def draft(targets: list, expr: ast.AST, names: dict, arrays: set, helpers: dict 
     `names` maps each code name to its TeX; `arrays` names the arrays (a product of two is ⊙);
     `helpers` maps a package helper's name to helper_expression's reading of it (None: shown
     as an operator of its name)."""
+    drafter = _Drafter(names, set(arrays), helpers)
     try:
-        rhs = _Drafter(names, arrays, helpers)(expr)
+        rhs = drafter(expr)
     except (ValueError, KeyError):
         return None
     lhs = ", ".join(names.get(t, t) for t in targets)
-    return f"{lhs} = {rhs}"
+    return f"{lhs} = {rhs}" + "".join(rf", \quad {d}" for d in drafter.draws)
