@@ -25,12 +25,13 @@ own page (`check --page`: gathered and checked, nothing rendered or written).
 import difflib
 import json
 import re
+import shutil
 import subprocess
 import sys
 
 import pytest
 
-from tests.conftest import mini_repo
+from tests.conftest import ROOT, mini_repo
 
 # The code each trial adds: a module of its own in the package, and a test file of its own (no
 # other file is edited, so no other file's text is matched).
@@ -290,6 +291,7 @@ def fill(text, answers, title=None):
 @pytest.fixture(scope="module")
 def trial_repo(tmp_path_factory):
     root = mini_repo(tmp_path_factory.mktemp("trials"), SITE, PAGE, {}, copy=("model", "tests", "site_builder"))
+    shutil.copy(ROOT / "content" / "page_test.py.in", root / "content" / "page_test.py.in")
     for name in MODEL:
         (root / "model" / f"trial_{name}.py").write_text(MODEL[name], encoding="utf-8")
         (root / "tests" / f"test_trial_{name}.py").write_text(TESTS[name], encoding="utf-8")
@@ -315,6 +317,7 @@ def test_a_new_function_takes_prose_tex_and_meanings_only(trial_repo, name, page
         assert missing.returncode == 2 and f"new-page {page} --title" in missing.stderr, missing.stderr
         started = run(root, "new-page", page, "--title", title)
         assert started.returncode == 0, started.stderr
+        assert (root / "tests" / f"test_page_{page.replace('-', '_')}.py").is_file()
     page_0 = page_file.read_text(encoding="utf-8")
     example_0 = example_file.read_text(encoding="utf-8") if example_file.exists() else ""
     made = run(root, "new-concept", function, "--page", page, *(["--after", after] if after else []))

@@ -274,13 +274,14 @@ def _shapes_for(root: Path, qualname: str, backward, kinds: dict, index) -> tupl
     return _run_probe(root, qualname, backward, probe, project, cfg), probe
 
 
-def _symbol_rows(names, shapes, kinds=None, inside=None) -> list:
+def _symbol_rows(names, shapes, kinds=None, inside=None, scalar_locals=()) -> list:
     """One row per name: its mathematical TeX (scaffold/tex.py) with the code name where the
     TeX does not read back as it, the shape the probe gave, `scalar` for a scalar. A local
     named like an axis letter of the shapes (`T` of `(T, d)`: `T = X.shape[0]`) is not an
     array: its row is a scalar whose meaning asks the author to tie it to that axis, since the
     page then uses one letter for both. `inside` names the function of names that are not the
-    concept's own (the backward's: `dX (inside pkg.mod.x_backward)`)."""
+    concept's own (the backward's: `dX (inside pkg.mod.x_backward)`); `scalar_locals` are
+    locals a statement computes that the probe run recorded as no array."""
     from site_builder.render.pages.symbol_rows import tex_name
     from site_builder.gather.shape_syntax import parse_shape
     from site_builder.scaffold.tex import math_name
@@ -302,8 +303,8 @@ def _symbol_rows(names, shapes, kinds=None, inside=None) -> list:
         kind = kinds.get(name)
         if name in shapes:
             shape = shapes[name]
-        elif kind is not None and kind.kind == "scalar" or name in axes or (shapes and kind is None and not inside):
-            shape = "scalar"                  # the probe ran and recorded no array for it
+        elif kind is not None and kind.kind == "scalar" or name in axes or name in scalar_locals:
+            shape = "scalar"
         else:
             shape = "none"
         meaning = _q(f"{TODO}: {name} is also the axis {name} of the shapes here; say it is that length, "
@@ -555,7 +556,9 @@ def new_concept(root: Path, qualname: str, page: str, after: str | None = None) 
         y += _math(index, backward, back, names_tex, arrays, helpers, False, _test_refs(index, backward), grad_tex,
                    eq + "-back")
     y.append("    symbols:")
-    y += [f"      - {r}" for r in _symbol_rows(fwd_names, shapes, kinds)]
+    computed = {t for st in fwd for t in st.targets}
+    y += [f"      - {r}" for r in _symbol_rows(fwd_names, shapes, kinds,
+                                               scalar_locals=computed - set(shapes) if shapes else ())]
     if backward:
         y += [f"      - {r}" for r in _symbol_rows(back_names, back_shapes, None, inside=backward)]
     ex_file = root / "content" / "examples" / f"{page}.py"

@@ -8,7 +8,7 @@ used as `1 - p`), a generator, or unknown. The evidence, strongest first:
 - how the function uses it: `rng.random(...)` is a generator, `X.shape`, `X[...]`, `X @ W`,
   `X.reshape` an array, `np.arange(n)` or an index `[-k]` an integer, `draw < p` a probability;
 - how its callers pass it, in the package and its tests: a number (`1e-5`), a config field
-  (`cfg.ln_eps`, valued at the documented config), `np.random.default_rng(0)`, an array
+  (`cfg.FIELD`, valued at the documented config), `np.random.default_rng(0)`, an array
   constructor whose shape gives the axes (`np.ones(6)`, `rng.standard_normal((4, 6))`), or a
   constant of a fixtures module (its value is read, and the example reuses it).
 

@@ -4,8 +4,9 @@
 It writes three things and nothing else: content/pages/SLUG.md (the front matter with the
 title, a TODO summary, which `check` names, and `sections: []`, which new-concept fills), the
 page's entry in site.yaml's `nav` (after the page given, else last), and the page test
-skeleton in the tests folder (test_page_SLUG.py, in the form of the others: the page's
-sections are on it, and the place where a `measured:` note's test goes).
+skeleton in the tests folder (test_page_SLUG.py), the project's own template (`project.page_test`,
+with {slug} and {title} filled in) in the form of its other page tests: the builder knows
+no test fixture.
 
 Why a command of its own rather than `new-concept --page NEW` creating the page: a page is
 started once and may hold several concepts, or none (a text section); its title and its place
@@ -30,33 +31,6 @@ from site_builder.scaffold.concept import TODO, ScaffoldError, _q
 
 SLUG = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 
-TEST_SKELETON = '''"""The {title} page: its sections, and what its examples are meant to show (cited as `tests`
-references where a `measured:` note states it)."""
-import yaml
-
-from site_builder.run.examples import load_example
-from tests.conftest import ROOT
-
-
-def example(name, *args):
-    """The result of an example of this page, run here as the build runs it."""
-    return load_example(ROOT, "{slug}:" + name)(*args)
-
-
-def test_every_section_of_the_page_is_on_it(site_page):
-    html = site_page("{slug}")
-    front = (ROOT / "content" / "pages" / "{slug}.md").read_text(encoding="utf-8").split("---")[1]
-    for section in yaml.safe_load(front).get("sections") or []:
-        if "id" in section:
-            assert f'id="{{section["id"]}}"' in html, section["id"]
-
-
-# A `measured:` note on this page needs a test here that asserts it on its example's data, so a
-# change to the code that makes it false fails the suite (content/README.md, "Examples"):
-# def test_what_the_note_says():
-#     data = example("the_example_function").data
-#     assert ...
-'''
 
 
 def _nav_with(text: str, slug: str, after: str | None, file: str) -> str:
@@ -98,10 +72,14 @@ def new_page(root: Path, slug: str, title: str, after: str | None = None) -> lis
     site_file = root / "content" / "site.yaml"
     page_file = root / "content" / "pages" / f"{slug}.md"
     try:
-        tests = load_project(root).tests
+        project = load_project(root)
     except ProjectError as e:
         raise ScaffoldError("; ".join(map(str, e.problems)) + "; nothing was written") from None
-    test_file = root / tests / f"test_page_{slug.replace('-', '_')}.py"
+    test_file = root / project.tests / f"test_page_{slug.replace('-', '_')}.py"
+    template = root / project.page_test if project.page_test else None
+    if template is not None and not template.is_file():
+        raise ScaffoldError(f"project.page_test names {project.page_test}, which is not a file (content/site.yaml); "
+                            "nothing was written")
     site_text = site_file.read_text(encoding="utf-8")
     nav = (yaml.safe_load(site_text) or {}).get("nav") or []
     for taken, what in ((page_file.exists(), f"content/pages/{slug}.md exists already"),
@@ -125,9 +103,14 @@ def new_page(root: Path, slug: str, title: str, after: str | None = None) -> lis
     page_file.parent.mkdir(parents=True, exist_ok=True)
     page_file.write_text(page_text, encoding="utf-8")
     site_file.write_text(new_site, encoding="utf-8")
-    test_file.write_text(TEST_SKELETON.format(title=title, slug=slug), encoding="utf-8")
     place = f"after '{after}'" if after else "last"
-    return [f"wrote content/pages/{slug}.md: the front matter (title, a TODO summary, no sections yet)",
-            f"wrote content/site.yaml: '{slug}' in nav, {place} in the reading order",
-            f"wrote {test_file.relative_to(root).as_posix()}: the page test skeleton",
-            f"next: {COMMAND} new-concept FUNCTION --page {slug}, then {COMMAND} check --page {slug}"]
+    out = [f"wrote content/pages/{slug}.md: the front matter (title, a TODO summary, no sections yet)",
+           f"wrote content/site.yaml: '{slug}' in nav, {place} in the reading order"]
+    if template is not None:
+        test = template.read_text(encoding="utf-8").replace("{slug}", slug).replace("{title}", title)
+        test_file.write_text(test, encoding="utf-8")
+        out.append(f"wrote {test_file.relative_to(root).as_posix()}: the page test, from {project.page_test}")
+    else:
+        out.append("no page test: the project block names no page_test template (content/site.yaml)")
+    return out + [
+        f"next: {COMMAND} new-concept FUNCTION --page {slug}, then {COMMAND} check --page {slug}"]
