@@ -165,3 +165,40 @@ def test_nav_takes_the_new_page_in_either_form():
     assert yaml.safe_load(_nav_with(real, "n", nav[1], "x"))["nav"] == nav[:2] + ["n"] + nav[2:]
     assert yaml.safe_load(_nav_with(real, "n", None, "x"))["nav"] == nav + ["n"]
 
+
+
+class NoteChecker(SimpleNamespace):
+    """The parts of PageBuilder its note and heading checks read."""
+    from site_builder.render.pages.builder import PageBuilder as _PB
+    checked_notes = _PB.checked_notes
+    page_example_tested = _PB.page_example_tested
+    why_heading = _PB.why_heading
+
+
+class Noted(dict):
+    line = 7
+
+
+def test_a_measured_note_without_a_test_of_its_example_is_a_problem_at_the_note(tmp_path):
+    (tmp_path / "content" / "pages").mkdir(parents=True)
+    (tmp_path / "content" / "pages" / "p.md").write_text("examples:\n  - run: p_ex:worked\n")
+    page = SimpleNamespace(file="content/pages/p.md", slug="p")
+    concept = {"notes": [Noted(measured="the rows sum to 1")]}
+    untested = NoteChecker(root=tmp_path, project=SimpleNamespace(tests="tests"), problems=[],
+                           index=SimpleNamespace(files={"tests/test_other.py": ['load_example(ROOT, "other:x")']}))
+    untested.checked_notes(page, concept)
+    assert [(p.line, "no test of tests/ loads an example of this page" in p.message) for p in untested.problems] \
+        == [(7, True)]
+    tested = NoteChecker(root=tmp_path, project=SimpleNamespace(tests="tests"), problems=[],
+                         index=SimpleNamespace(files={"tests/test_page_p.py": ['r = load_example(ROOT, "p_ex:worked")()']}))
+    tested.checked_notes(page, concept)
+    assert tested.problems == []
+
+
+def test_the_sites_why_heading_is_for_functions_the_package_calls(index):
+    from site_builder.gather.content import LABELS
+    checker = NoteChecker(index=index)
+    assert checker.why_heading("model.ops.relu_forward") is None              # the site's label: the model calls it
+    only_tested = SimpleNamespace(called_by=lambda q: [("tests.test_x.test_y", 3)],
+                                  function=lambda q: SimpleNamespace(kind="test"))
+    assert NoteChecker(index=only_tested).why_heading("pkg.f") == LABELS["why"]
