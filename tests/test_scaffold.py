@@ -140,7 +140,7 @@ EMPTY_PAGE = "---\ntitle: Mini\nsections: []\n---\nIntro.\n"
 
 def test_new_page_writes_front_matter_nav_and_test_and_refuses_a_taken_slug(tmp_path):
     import shutil
-    root = mini_repo(tmp_path, SITE, EMPTY_PAGE, {})
+    root = mini_repo(tmp_path, SITE, EMPTY_PAGE, {}, copy=("tests",))     # new-page writes a test there
     shutil.copy(ROOT / "content" / "page_test.py.in", root / "content" / "page_test.py.in")
     with pytest.raises(ScaffoldError) as e:
         new_concept(root, "model.ops.relu_forward", "dropout")

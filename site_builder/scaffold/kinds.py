@@ -119,7 +119,9 @@ def _from_body(fn: ast.FunctionDef, kinds: dict) -> dict:
             elif node.attr in ARRAY_ATTRS:
                 mark(node.value, "array")
         elif isinstance(node, ast.Subscript):
-            mark(node.value, "array")
+            keyed = any(isinstance(n, (ast.JoinedStr, ast.Constant)) and isinstance(getattr(n, "value", ""), str)
+                        for n in ast.walk(node.slice))
+            mark(node.value, "mapping" if keyed else "array")      # params[p + "w"]: a dict, not an array
             index = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             for i in index:
                 mark(i.operand if isinstance(i, ast.UnaryOp) else i, "integer")
@@ -291,6 +293,9 @@ def parameter_kinds(index, qualname: str, config=None) -> dict:
         if "probability" in use and k.kind in ("unknown", "scalar"):
             k.kind, k.probability = "scalar", True
             k.why.append("it is compared with a random draw")
+        if "mapping" in use and k.kind == "unknown":
+            k.kind = "mapping"
+            k.why.append("the function reads it by string keys")
         if "array" in use and k.kind == "unknown":
             k.kind = "array"
             k.why.append("the function indexes it or reads its shape")
@@ -313,8 +318,8 @@ def parameter_kinds(index, qualname: str, config=None) -> dict:
                 k.integer = k.integer or c.integer
         if k.kind == "scalar" and "one-minus" in use and not k.probability and (k.value is None or 0 <= k.value <= 1):
             k.probability = True
-        if k.kind == "conflict":
-            k.kind = "unknown"
+        if k.kind in ("conflict", "mapping"):
+            k.kind = "unknown"          # a mapping (a parameter dict): no probe can build it
         if k.kind == "scalar" and k.integer and isinstance(k.value, float):
             k.integer = False
     return kinds
