@@ -436,12 +436,17 @@ def _example(qualname, backward, kinds, shapes, fwd_rows, back_rows, module_text
         consts.append(f"{const} = {value}")
         args.append(const)
         chosen.append(name)
-    rows = ", ".join(f'("{n}", "{n}")' for n in fwd_rows)
+    first = next((n for n, k in kinds.items() if k.kind == "array"), "x")
+    label = {True: f"d{first}", False: "out"}         # a returned value's row: the gradient, or the output
+
+    def row(n, back):
+        return f'("{label[back] if n.startswith("return") else n}", "{n}")'
+    rows = ", ".join(row(n, False) for n in fwd_rows)
     lines = [f"def {ex}():", f"    forward = trace_locals({fn}, {', '.join(args)})"]
     tables = [f"steps_table(forward, [{rows}])"]
     if backward:
         lines.append(f"    backward = trace_locals({backward.split('.')[-1]}, *backward_inputs(forward.result))")
-        tables.append("steps_table(backward, [" + ", ".join(f'("{n}", "{n}")' for n in back_rows) + "])")
+        tables.append("steps_table(backward, [" + ", ".join(row(n, True) for n in back_rows) + "])")
     said = " and ".join(", ".join(chosen).rsplit(", ", 1)) or "inputs"
     seeded = ", seeded np.random.default_rng(0)," if any(k.kind == "generator" for k in kinds.values()) else ""
     lines.append("    return ExampleResult([" + ",\n                          ".join(tables) + "],")
