@@ -40,6 +40,15 @@ def test_a_scalar_its_callers_pass_as_a_config_field_is_a_scalar_with_that_value
     assert _probe_value("g", kinds["g"], ["T", "d"]) == "(d,)"
 
 
+def test_a_fixture_a_test_passes_is_reused_and_a_parameter_dict_is_no_array(index, config):
+    from site_builder.scaffold.concept import _example_value
+    kinds = parameter_kinds(index, "model.transformer.ffn_forward", config)
+    assert kinds["Xn"].fixture == "tests.fixtures:FFN_WORKED_XN"
+    assert _example_value("Xn", kinds["Xn"], "(T, d)", ["T", "d"]) == ("FFN_WORKED_XN",
+                                                                      "from tests.fixtures import FFN_WORKED_XN")
+    assert kinds["params"].kind == "unknown" and "string keys" in kinds["params"].why[0]   # params[p + "ff1_w"]
+
+
 def test_a_generator_is_a_generator_and_a_seeded_probe_can_make_it(index, config):
     kinds = parameter_kinds(index, "model.generate.sample_next", config)
     assert kinds["rng"].kind == "generator"

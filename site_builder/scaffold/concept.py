@@ -452,7 +452,7 @@ def _example(qualname, backward, kinds, shapes, fwd_rows, back_rows, module_text
     lines.append("    return ExampleResult([" + ",\n                          ".join(tables) + "],")
     lines.append(f"                         \"the hand-picked {said}{seeded} of content/examples/{{}}.py\")")
     src = (f"\n\n# ---------------------------------------------------------------- {short}\n"
-           + (f"# hand-picked: say why these inputs\n" + "\n".join(consts) + "\n" if consts else "")
+           + ("# hand-picked: say why these inputs\n" + "\n".join(consts) + "\n" if consts else "")
            + "\n\n" + "\n".join(lines) + "\n")
     return ex, src, imports
 
@@ -501,7 +501,7 @@ def new_concept(root: Path, qualname: str, page: str, after: str | None = None) 
                             f"nothing was written")
     index = build_index(root)
     try:
-        f = index.function(qualname)
+        index.function(qualname)              # the function exists (its message says where else to look)
     except KeyError as e:
         raise ScaffoldError(str(e).strip('"') + f"; write the function in {package}/ first, then run new-concept; "
                             "nothing was written") from None
