@@ -20,7 +20,9 @@ USAGE = [("[--out DIR]", "build into site/ (or DIR)"),
          ("check --page SLUG", "check only these pages (repeat --page), their links too, but an anchor of "
                                "another page only by the full check; writes nothing"),
          ("new-concept model.ops.gelu_forward --page model [--after model-relu]",
-          "write a concept section that needs only prose and TeX")]
+          "write a concept section that needs only prose and TeX"),
+         ("new-page dropout --title Dropout [--after SLUG]",
+          "start a page: its front matter, its place in nav, its page test")]
 
 
 def description():
@@ -110,6 +112,21 @@ def new_concept_command(args):
     return 0
 
 
+def new_page_command(args):
+    if not args.function or len(args.after) > 1 or args.page:
+        print(f"error: new-page needs one slug and a --title, e.g. {COMMAND} new-page dropout --title Dropout "
+              "[--after SLUG]", file=sys.stderr)
+        return 2
+    from site_builder.scaffold import ScaffoldError, new_page
+    try:
+        for line in new_page(ROOT, args.function, args.title or "", args.after[0] if args.after else None):
+            print(line)
+    except ScaffoldError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def check_pages_command(args):
     """check --page: one page's problems, in seconds, without building the site."""
     import time
@@ -143,11 +160,14 @@ def check_pages_command(args):
 
 def main(argv=None):
     parser = _Parser(prog=COMMAND, description=description(), formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", nargs="?", default="build", choices=("build", "check", "serve", "new-concept"))
-    parser.add_argument("function", nargs="?", help="new-concept: the function to document, e.g. model.ops.gelu_forward")
+    parser.add_argument("command", nargs="?", default="build", choices=("build", "check", "serve", "new-concept", "new-page"))
+    parser.add_argument("function", nargs="?", help="new-concept: the function to document, e.g. model.ops.gelu_forward; "
+                                                    "new-page: the page's slug")
+    parser.add_argument("--title", help="new-page: the page's title")
     parser.add_argument("--page", action="append", default=[], help="new-concept: the page to add to; check: check only this page")
     parser.add_argument("--after", action="append", default=[],
-                        help="new-concept: the section id to put the new section after (default: last)")
+                        help="new-concept: the section id to put the new section after (default: last); "
+                             "new-page: the page to put the new one after in nav")
     parser.add_argument("--out", type=Path, default=ROOT / "site", help="output folder (default: site/)")
     parser.add_argument("--port", type=port_number, default=8000, help="port for serve (default 8000)")
     parser.add_argument("--host", default="127.0.0.1", help="address for serve (default 127.0.0.1)")
@@ -160,6 +180,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.command == "new-concept":
         return new_concept_command(args)
+    if args.command == "new-page":
+        return new_page_command(args)
+    if args.title:
+        parser.error("--title is for new-page")
     if args.function:
         parser.error(f"unexpected argument '{args.function}'")
     if args.after:

@@ -6,7 +6,7 @@
   render    each page's view model, TeX to MathML, figures, one Jinja2 environment, link check
   publish   write the site atomically, the vendored assets and math font, the search bundle
   build     the orchestration, one module a step: gather everything, run, render, check, then publish
-  scaffold  (a module) `new-concept`: a draft concept for a function, from gather and run
+  scaffold  `new-concept` and `new-page`: a draft concept for a function, a new page, from gather and run
   serve     the local server: rebuild on change, the playground's /__play
 """
 

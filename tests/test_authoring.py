@@ -431,13 +431,14 @@ def test_new_concept_refuses_a_flag_given_twice_in_one_line(twice, says):
 
 def test_new_concept_writes_a_local_named_like_an_axis_as_that_axis_not_a_second_symbol():
     import yaml
-    from site_builder.scaffold import _symbol_rows
+    from site_builder.scaffold.concept import _symbol_rows
     rows = {r["tex"]: r for r in (yaml.safe_load(text) for text in _symbol_rows(
         ["X", "T", "n", "out"], {"X": "(T, d)", "out": "(d,)"}))}
     assert rows["T"]["shape"] == "scalar"                       # a length, not an array with no shape
     assert rows["T"]["meaning"].startswith("TODO") and "the axis T of the shapes" in rows["T"]["meaning"]
     assert (rows["n"]["shape"], rows["n"]["meaning"]) == ("none", "TODO")     # no axis of these shapes
-    assert rows["X"]["shape"] == "(T, d)" and rows["out"]["meaning"] == "TODO"
+    assert rows["X"]["shape"] == "(T, d)" and rows[r"\mathrm{out}"]["meaning"] == "TODO"
+    assert "code" not in rows[r"\mathrm{out}"]                   # \mathrm{out} reads back as out: no code needed
 
 
 @pytest.mark.parametrize("shape, what, fix", [

@@ -169,6 +169,12 @@ def check_leaf(obj, key, file, problems):
           "probe-map": lambda v: isinstance(v, dict) and all(isinstance(x, (str, int, float)) and not isinstance(x, bool)
                                                              for x in v.values()),
           "seconds": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 3600}[want](value)
+    if ok and want == "probe-map":          # new-concept's TODO for a parameter whose kind the code does not show
+        for name, v in value.items():
+            if isinstance(v, str) and re.match(r"TODO\b", v.strip()):
+                problems.append(Problem(file, line, f"the probe value of '{name}' is still TODO",
+                                        f"write its shape ('(T, d)'), a number, or generator (new-concept could "
+                                        f"not tell what {name} takes)", strict=True))
     if ok and isinstance(value, str) and re.match(r"TODO\b", value.strip()):
         problems.append(Problem(file, line, f"'{key}' is still TODO", f"write the {key} (new-concept left it for you)",
                                 strict=True))

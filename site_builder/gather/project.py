@@ -39,6 +39,8 @@ SETTINGS = {
     "tests": "the package's tests folder (default: tests)",
     "inputs": "other folders the examples read, as a list (default: none)",
     "hooks": "a Python file of the project's own holding the builder's hooks (default: none)",
+    "page_test": "the file `new-page` fills in ({slug}, {title}) as the new page's test, in the tests folder "
+                 "(default: none, and new-page writes no test)",
     "configs": "the config classes the pages document (the first is the landing page's), a list of "
                "{class: DOTTED, axes: {FIELD: LETTER}, init_params: DOTTED}",
     "probe_sizes": "axis letter -> its size in the shape-probe run, a mapping of distinct numbers",
@@ -97,6 +99,7 @@ class Project:
     tests: str = "tests"
     inputs: tuple = ()
     hooks: str | None = None
+    page_test: str | None = None             # the template of a new page's test (new-page)
     configs: tuple = ()                      # ConfigSpec, the landing page's first
     probe_sizes: dict = field(default_factory=dict)
     decays: str | None = None
@@ -205,6 +208,7 @@ def _parse(root: Path, text: str) -> Project:
         raise ProjectError(problems)
     project = Project(package=values["package"], tests=values.get("tests", "tests"),
                       inputs=tuple(values.get("inputs", ())), hooks=values.get("hooks"),
+                      page_test=values.get("page_test"),
                       configs=tuple(ConfigSpec(c["class"], dict(c.get("axes") or {}), c.get("init_params"),
                                                tuple((r["match"], dict(r["axes"])) for r in c.get("axes_by_name") or ()))
                                     for c in values.get("configs", ())),
@@ -236,7 +240,7 @@ def _frozen(value):
 
 
 def _check_kinds(values: dict, lines: dict, problems: list):
-    want = {"package": str, "tests": str, "hooks": str, "decays": str, "block_prefix": (str, list),
+    want = {"package": str, "tests": str, "hooks": str, "page_test": str, "decays": str, "block_prefix": (str, list),
             "call_map_root": str, "inputs": list, "configs": list, "probe_sizes": dict, "param_groups": list,
             "example_headings": dict, "landing": dict, "lengths": dict, "fixtures": str, "numerical_grad": str}
     for key, kind in want.items():

@@ -5,8 +5,8 @@ the function is then run twice like a probe (site_builder/run/shapes.py), on see
 arrays of those shapes at the documented config's sizes and at the probe sizes, and what it
 held is named by letter the same way.
 
-Trade-offs: only arrays and numbers can be made from a declaration, so a function that takes
-a parameter dict, a config or an rng is documented by an example instead (its run records
+Trade-offs: only arrays, numbers and a seeded generator can be made from a declaration, so a
+function that takes a parameter dict or a config is documented by an example instead (its run records
 the shapes, site_builder/run/example_shapes.py); and the letters are the documented config's
 only (the project's ``configs[].axes`` of the landing config), the ones a page's legend uses.
 """
@@ -46,6 +46,16 @@ def declared_setup(fn, inputs: dict, project, config) -> ProbeSetup:
         rng = np.random.default_rng(0)
         out = {}
         for name, text in inputs.items():
+            word = str(text).strip()
+            if word == "generator":                           # a seeded random generator of its own
+                out[name] = np.random.default_rng(0)
+                continue
+            if word in sizes:                                 # a letter: its size in this run
+                out[name] = int(sizes[word])
+                continue
+            integers = word.startswith("(") and word.endswith(" ints")
+            if integers:                                      # whole numbers 0 and 1: ids below any size
+                text = word[:-len(" ints")]
             if not str(text).strip().startswith("("):        # a number: passed as it is
                 try:
                     out[name] = int(text) if re.fullmatch(r"-?\d+", str(text).strip()) else float(text)
@@ -61,7 +71,7 @@ def declared_setup(fn, inputs: dict, project, config) -> ProbeSetup:
                 else:
                     raise ProbeError(f"unknown axis {axis!r} in the shape {text!r} of {name!r}; "
                                      f"use a number or one of {', '.join(sizes)}")
-            out[name] = rng.standard_normal(tuple(axes))
+            out[name] = rng.integers(0, 2, tuple(axes)) if integers else rng.standard_normal(tuple(axes))
         return out
     return ProbeSetup((), (), at_default, at_probe, legend, args(at_default), args(at_probe))
 

@@ -147,6 +147,13 @@ def steps_table(trace, rows):
     return dict(kind="steps", file=trace.file, function=trace.function, rows=out, shapes=shapes)
 
 
+def backward_inputs(result):
+    """A backward's inputs after its forward returned `result`, `(outputs..., cache)`: a
+    gradient of ones for each output, then the cache (`x_backward(*backward_inputs(r))`)."""
+    *outputs, cache = result
+    return [np.ones_like(y) for y in outputs] + [cache]
+
+
 def step_row(step, label, value):
     """A steps_table row for one traced step (`for step in trace.steps`) and a value already
     formatted (a row of a larger array, a sentence)."""

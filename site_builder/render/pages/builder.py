@@ -10,6 +10,7 @@ that imports them, so the parts stay independent of each other and of this core.
 A page is gathered into a SiteModel of its own (build_page), so the page cache can keep it
 and a forked child can send it back; `merge` adds it to the site's, in navigation order.
 """
+import re
 from dataclasses import dataclass, field
 
 from site_builder.gather.content import concepts, section_kind
@@ -263,8 +264,8 @@ class PageBuilder(PageCache, ExampleSections, ShapeBlocks, SymbolRows, CallSecti
             kind="concept", id=sid, title=c["title"], name=c.get("name", c["title"]), group=c.get("group", ""),
             function=fn, short=fn.split(".")[-1], main=main,
             status=self.status(fn),
-            what=self.md(c, "what"), why=self.md(c, "why"),
-            notes=[dict(kind=k, html=self.r.md(v, page.file, n.line)) for n in c.get("notes") or [] for k, v in n.items()],
+            what=self.md(c, "what"), why=self.md(c, "why"), why_heading=self.why_heading(fn),
+            notes=[dict(kind=k, html=self.r.md(v, page.file, n.line)) for n in self.checked_notes(page, c) for k, v in n.items()],
             math=eqs, after_math=self.md(c, "after_math"),
             symbols=symbols,
             examples=examples, examples_heading=examples_heading(examples, self.root),
@@ -310,6 +311,40 @@ class PageBuilder(PageCache, ExampleSections, ShapeBlocks, SymbolRows, CallSecti
                                        f"Eq. {p['equation']}" if p.get("equation") else "",
                                        f"p. {p['page']}" if p.get("page") else "") if x)
         return dict(cite=f"{cite} {entry['year']}", title=entry["title"], url=entry.get("url"), where=where)
+
+    def checked_notes(self, page, c):
+        """The concept's notes; a `measured:` note needs a test that asserts it on its example's
+        data (content/README.md, "Examples"): one that loads an example of this page's modules
+        (`load_example(ROOT, "MODULE:function")`). Without one it is a problem at the note."""
+        notes = c.get("notes") or []
+        measured = [n for n in notes if isinstance(n, dict) and "measured" in n]
+        if measured and not self.page_example_tested(page):
+            tests = self.project.tests
+            for n in measured:
+                self.problems.append(Problem(page.file, n.line, "a measured: note, and no test of "
+                                             f"{tests}/ loads an example of this page to assert it",
+                                             f"assert what the note says on its example's data in {tests}/test_page_"
+                                             f"{page.slug.replace('-', '_')}.py (load_example(ROOT, \"MODULE:function\")), "
+                                             "or make it a general: note", strict=True))
+        return notes
+
+    def page_example_tested(self, page) -> bool:
+        """Some file of the tests folder names an example module of the page (`"MODULE:`)."""
+        text = (self.root / page.file).read_text(encoding="utf-8")
+        modules = set(re.findall(r"run:\s*['\"]?(\w+):", text)) | set(re.findall(r"\{\{\s*(\w+):", text))
+        prefix = self.project.tests + "/"
+        return any(re.search(rf"""["']{re.escape(m)}:""", "\n".join(lines))
+                   for f, lines in self.index.files.items() if f.startswith(prefix) for m in modules)
+
+    def why_heading(self, fn):
+        """The site's `why` label ("Why does the model need it?") for a function the package
+        calls; for one only its tests call, the builder's own words, which claim no use."""
+        from site_builder.gather.content import LABELS
+        try:
+            callers = [q for q, _ in self.index.called_by(fn) if self.index.function(q).kind != "test"]
+        except KeyError:
+            callers = []
+        return None if callers else LABELS["why"]
 
     def status(self, fn):
         try:
