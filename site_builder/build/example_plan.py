@@ -31,7 +31,10 @@ def example_requests(root, content, slugs=None):
     sizing = [Request(str(b["config"]), page.file, b.line_of("config"))
               for slug, page in content.pages.items() if slugs is None or slug in slugs
               for c in concepts(page) for b in c.get("shapes") or [] if isinstance(b, dict) and b.get("config")]
-    extra = {r.ref: r for r in value_requests(content, slugs) + sizing if r.ref not in {s.ref for s in shown}}
+    replays = [Request(str(e["replay"]), page.file, e.line_of("replay"), float(e.get("timeout") or DEFAULT_TIMEOUT))
+               for slug, page in content.pages.items() if slugs is None or slug in slugs
+               for c in concepts(page) for e in c.get("examples") or [] if e.get("replay") and e.get("playable")]
+    extra = {r.ref: r for r in value_requests(content, slugs) + sizing + replays if r.ref not in {s.ref for s in shown}}
     return shown + list(extra.values())
 
 

@@ -133,7 +133,7 @@ SCHEMA = {
     # code: the TeX's name, if a local; shape_of: what the shape check reads when `code` is
     # written for the reader (a callee's array: 'return[0] (inside make_targets)')
     "symbol": ({"tex", "meaning", "shape"}, {"code", "shape_of"}, {}),
-    "example": ({"title", "run"}, {"hand_picked", "caption", "timeout", "choices", "playable"}, {}),
+    "example": ({"title", "run"}, {"hand_picked", "caption", "timeout", "choices", "playable", "replay"}, {}),
     "shape": ({"title", "names"}, {"function", "at", "note", "config"}, {}),
     "listing": ({"function"}, {"snippet", "caption"}, {}),
     "paper": ({"key"}, {"section", "equation", "page"}, {}),
