@@ -301,9 +301,10 @@ def heatmap_replay():
         worst = max(worst, check(tapes[T], dict(ids=encode(other[:T])), lambda ids: fn(ids, run.params)))
     layers = ([f"A of block {l} (h, T, T)" for l in range(cfg.num_layers)] + [f"gap of block {l} (h,)" for l in range(cfg.num_layers)]
               + ["hidden (T, T)"])
-    return ExampleResult([figure("@@svg@@", "@@caption@@")], f"model.transformer.forward recorded with the final parameters of {run_label(run)}, "
-                             f"{config_label(cfg)}, once per T from 1 to {cfg.seq_len}",
-                         data=dict(tape=bundle(tapes, view="heatmap", chars=run.chars, window="first", length=cfg.seq_len,
+    recorded = (f"model.transformer.forward with the final parameters of {run_label(run)}, {config_label(cfg)}, "
+                f"once per T from 1 to {cfg.seq_len}")
+    return ExampleResult([figure("@@svg@@", "@@caption@@")], "@@source@@",
+                         data=dict(tape=bundle(tapes, view="heatmap", recorded=recorded, chars=run.chars, window="first", length=cfg.seq_len,
                                                outputs=layers, show=SHOW, run=run.commit_key, title=HEATMAP_TITLE,
                                                caption=HEATMAP_CAPTION, num_heads=cfg.num_heads, axes=HEATMAP_AXES),
                                    worst=worst))

@@ -230,12 +230,12 @@ def play_fragments(env, pages):
 
 def replay_file(env, example_id, replay) -> bytes:
     """The tape of an example's free input, with the body its replayed result fills: the
-    replay example's blocks, whose slots (@@svg@@, @@caption@@, @@source@@) the replayer fills,
-    rendered by the template of every other result (site_builder/publish/tapes.py)."""
+    replay example's blocks and source, whose slots (@@...@@) the replayer fills, rendered by
+    the template of every other result (site_builder/publish/tapes.py)."""
     from site_builder.publish.tapes import tape_script
     body = env.get_template("partials/example_fragment.html").render(
-        ex=dict(id=example_id, blocks=replay["blocks"], source="@@source@@"), root="")
-    return tape_script(example_id, dict(replay["tape"], body=body.strip(), recorded=replay["source"]))
+        ex=dict(id=example_id, blocks=replay["blocks"], source=replay["source"], replayed=True), root="")
+    return tape_script(example_id, dict(replay["tape"], body=body.strip()))
 
 
 def landing_words(project, call_map) -> dict:

@@ -21,7 +21,7 @@ def tape_script(example_id: str, bundle: dict) -> bytes:
     """The file play/<example id>/tape.js: `playTape(id, {..., constants, data})`."""
     offsets, blobs, at = [], [], 0
     for arr in bundle["constants"]:
-        arr = np.ascontiguousarray(arr, dtype="<f8")
+        arr = np.asarray(arr, dtype="<f8")          # ascontiguousarray would make a 0-d array 1-d
         offsets.append(dict(offset=at, shape=list(arr.shape)))
         blobs.append(arr.tobytes())
         at += arr.size

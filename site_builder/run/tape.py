@@ -31,6 +31,7 @@ NumPy's array constructors (`asarray`, `ascontiguousarray`, `array`) do not disp
 subclass, so while a recording runs they are wrapped to keep a traced array traced.
 """
 import contextlib
+import functools
 import hashlib
 import os
 import sys
@@ -44,7 +45,8 @@ UFUNCS = {"add", "subtract", "multiply", "divide", "true_divide", "exp", "log", 
           "reciprocal", "invert"}
 SHAPE_ONLY = {"ndim", "shape", "size", "result_type", "iscomplexobj", "isrealobj"}
 REDUCTIONS = {"add", "maximum", "minimum", "logical_or", "logical_and", "bitwise_or", "bitwise_and"}
-_HERE = os.path.abspath(__file__)
+_HERE = os.path.realpath(__file__)
+RECORD_TIMEOUT = 180.0          # seconds for an example that records its tapes (16 cases, each checked)
 
 
 class TapeError(ValueError):
@@ -74,29 +76,30 @@ class Traced(np.ndarray):
     # -- ufuncs: element-wise, matmul and reductions
     def __array_ufunc__(self, ufunc, method, *args, out=None, **kw):
         tape = _tape_of(args, out)
+        if ufunc.__name__ not in UFUNCS:
+            raise TapeError(f"np.{ufunc.__name__} is not an operation the tape knows (at {_line()})")
+        if ufunc.__name__ in _BOOLEAN and any(_plain(a).dtype != bool for a in args if isinstance(a, np.ndarray)):
+            raise TapeError(f"np.{ufunc.__name__} on numbers (not booleans) is not an operation the tape knows (at {_line()})")
+        # the operands' nodes first: an untraced operand written in place becomes a constant as it was
+        if method == "__call__":
+            op = dict(op=ufunc.__name__.replace("true_divide", "divide"), args=[tape.node_of(a) for a in args])
+        elif method == "reduce" and ufunc.__name__ in REDUCTIONS:
+            op = dict(op="reduce", ufunc=ufunc.__name__, args=[tape.node_of(args[0])],
+                      axis=_axes(kw.get("axis", 0), args[0].ndim), keepdims=bool(kw.get("keepdims", False)))
+        else:
+            raise TapeError(f"np.{ufunc.__name__}.{method} is not an operation the tape knows (at {_line()})")
         plain = [_plain(a) for a in args]
         outs = tuple(_plain(o) for o in out) if out else None
         result = getattr(ufunc, method)(*plain, **({"out": outs} if outs else {}), **kw)
-        if ufunc.__name__ not in UFUNCS:
-            raise TapeError(f"np.{ufunc.__name__} is not an operation the tape knows (at {_line()})")
-        if ufunc.__name__ in _BOOLEAN and any(np.asarray(_plain(a)).dtype != bool for a in args if isinstance(a, np.ndarray)):
-            raise TapeError(f"np.{ufunc.__name__} on numbers (not booleans) is not an operation the tape knows (at {_line()})")
-        if method == "__call__":
-            nodes = [tape.node_of(a) for a in args]
-            op = dict(op=ufunc.__name__.replace("true_divide", "divide"), args=nodes)
-        elif method == "reduce" and ufunc.__name__ in REDUCTIONS:
-            axis = kw.get("axis", 0)
-            op = dict(op="reduce", ufunc=ufunc.__name__, args=[tape.node_of(args[0])],
-                      axis=_axes(axis, args[0].ndim), keepdims=bool(kw.get("keepdims", False)))
-        else:
-            raise TapeError(f"np.{ufunc.__name__}.{method} is not an operation the tape knows (at {_line()})")
         if out:
             target = out[0]
             node = tape.add(op, np.asarray(result))
             if isinstance(target, Traced):
                 target.node, target.tape = node, tape
                 return target
-            raise TapeError(f"an operation writes a traced value into an untraced array (at {_line()})")
+            # an untraced array written in place: what the call returns is traced from here on (a
+            # later read of the array itself would be a constant, which check() catches)
+            return _as_traced(target, node, tape)
         return tape.wrap(result, op)
 
     def __array_function__(self, func, types, args, kwargs):
@@ -199,13 +202,15 @@ class Recording:
         return out
 
     def constant(self, value, name=None) -> int:
-        arr = np.asarray(value)
+        """The node of an untraced array: one per array and value (an array changed in place
+        since it was last read is a new constant, as it is now)."""
+        arr = np.array(value, dtype=np.float64)
         known = self._const_nodes.get(id(value))
-        if known is not None and known[1] is value:
+        if known is not None and known[1] is value and np.array_equal(known[2], arr, equal_nan=True):
             return known[0]
         node = self.add(dict(op="const", args=[], name=name), arr)
-        self.tape.consts[node] = np.array(arr, dtype=np.float64)
-        self._const_nodes[id(value)] = (node, value)
+        self.tape.consts[node] = arr
+        self._const_nodes[id(value)] = (node, value, arr)
         return node
 
     def node_of(self, value):
@@ -250,11 +255,16 @@ class Recording:
     _lines = None
 
 
+@functools.lru_cache(maxsize=1024)
+def _real(filename):
+    return os.path.realpath(filename)
+
+
 def _caller(root):
     """(file relative to the root, line) of the innermost frame of the project that is running."""
     f = sys._getframe(2)
     while f is not None:
-        path = os.path.realpath(f.f_code.co_filename)
+        path = _real(f.f_code.co_filename)
         if path != _HERE and path.startswith(root) and os.sep + "site_builder" + os.sep not in path[len(root) - 1:]:
             return path[len(root):].replace(os.sep, "/"), f.f_lineno
         f = f.f_back
@@ -437,7 +447,7 @@ def check(tape: Tape, inputs: dict, run_real) -> float:
         if g.shape != w.shape:
             raise TapeError(f"the tape gives shape {g.shape}, the real call {w.shape}")
         finite = np.isfinite(w)
-        if not np.array_equal(np.isfinite(g), finite) or not np.array_equal(g[~finite], w[~finite]):
+        if not np.array_equal(np.isfinite(g), finite) or not np.array_equal(g[~finite], w[~finite], equal_nan=True):
             raise TapeError("the tape and the real call disagree on which values are infinite")
         scale = np.maximum(np.abs(w[finite]), 1e-300)
         worst = max(worst, float((np.abs(g[finite] - w[finite]) / np.maximum(scale, 1.0)).max(initial=0.0)))
@@ -469,3 +479,43 @@ def bundle(tapes: dict, **meta) -> dict:
         out["cases"][str(case)] = dict(ops=ops, inputs=tape.inputs, outputs=tape.outputs, lines=tape.lines)
     out["constants"] = order
     return out
+
+
+# ------------------------------------------------------------------ slots: the result's wording, shared
+
+class Slot:
+    """Output `index` of a tape, standing where the real value stands when an example formats
+    its result: formatted by a formatter of `slot_format`, it is the text `@@index name@@`, which
+    the replayer (static/js/replay-views.js, view "slots") fills with the replayed value formatted
+    the same way. So one function of the example builds both its own table and the replayed one."""
+
+    def __init__(self, index):
+        self.index = index
+
+
+def slots(structure, start=0):
+    """The structure fn returned (dicts, lists, arrays), its leaves Slot(0), Slot(1), ... in the
+    order record() numbers the tape's outputs."""
+    counter = iter(range(start, 1 << 30))
+
+    def walk(x):
+        if isinstance(x, dict):
+            return {k: walk(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return type(x)(walk(v) for v in x)
+        return Slot(next(counter))
+    return walk(structure)
+
+
+def slot_format(name, real):
+    """A formatter that writes a Slot as its slot text and formats anything else with `real`.
+    name: one of the replayer's formats (fmt_number, fmt_array, sci3, g)."""
+    def fmt(value):
+        return f"@@{value.index} {name}@@" if isinstance(value, Slot) else real(value)
+    return fmt
+
+
+def input_slot(name, fmt, value):
+    """The declared input `name` where a result's wording shows it: its slot text if value is
+    None (the replayed template), else the value formatted as the replayer formats it (fmt)."""
+    return f"@@input:{name} {fmt}@@" if value is None else value

@@ -138,7 +138,7 @@
       const bundle = await tapeOf(form);
       const start = performance.now();
       const { slots, said } = globalThis.playViews.VIEWS[bundle.view](bundle, args);
-      const html = bundle.body.replace(/@@(svg|caption|source)@@/g, (m, k) => (k === "svg" ? slots.svg : escapeHtml(slots[k])));
+      const html = bundle.body.replace(/@@([^@]+)@@/g, (m, k) => (k === "svg" ? slots.svg : escapeHtml(slots[k])));
       swap(form, html);
       say(form, `Recomputed in your browser by replaying the tape of the NumPy computation (${said}, ${(performance.now() - start).toFixed(1)} ms); under serve the NumPy code itself runs.`);
       keepInUrl();

@@ -40,7 +40,36 @@
     return { seen, ids: seen.map((c) => bundle.chars.indexOf(c)) };
   }
 
+  // How the build formatted a number (site_builder/run/examples.py fmt_number, fmt_array; f"{v:.3e}"; f"{v:g}").
+  const special = (x) => (Number.isNaN(x) ? "nan" : x > 0 ? "inf" : "-inf");
+  const pyE = (x, d) => (Number.isFinite(x) ? pyExp(x, d) : special(x));
+  const fmtNumber = (x) => (x === 0 ? "0.0000" : Number.isFinite(x) ? globalThis.playHeatmap.fixed(x, 4) : special(x));
+  const fmtArray = (a) => {
+    const nested = (off, k) => (k === a.shape.length ? fmtNumber(a.data[off])
+      : "[" + Array.from({ length: a.shape[k] }, (_, i) => nested(off + i * a.shape.slice(k + 1).reduce((p, q) => p * q, 1), k + 1)).join(", ") + "]");
+    return nested(0, 0);
+  };
+  const pyG = (x) => (Number.isFinite(x) ? globalThis.playHeatmap.general(x, 6) : special(x));
+  const FORMATS = {
+    fmt_number: (a) => fmtNumber(a.data[0]), fmt_array: fmtArray, sci3: (a) => pyE(a.data[0], 3), g: (a) => pyG(a.data[0]),
+  };
+  const asArray = (v) => ({ shape: Array.isArray(v) ? [v.length] : [], data: Float64Array.from([].concat(v)) });
+
   const VIEWS = {
+    // A result whose every number stands in a slot of its template: @@i format@@ is output i,
+    // @@input:name format@@ the reader's checked input, each formatted as the build formats it.
+    slots(bundle, args) {
+      const tape = bundle.cases[""];
+      const inputs = Object.fromEntries(Object.keys(tape.inputs).map((name) => [name, [].concat(args[name])]));
+      const out = globalThis.playReplay.run(bundle, "", inputs);
+      const slots = {};
+      for (const [, key, which, fmt] of bundle.body.matchAll(/@@((\d+|input:\w+) (\w+))@@/g)) {
+        if (!Object.hasOwn(FORMATS, fmt)) throw new Error(`the tape names an unknown format ${JSON.stringify(fmt)}`);
+        slots[key] = FORMATS[fmt](which.startsWith("input:") ? asArray(args[which.slice(6)]) : out[Number(which)]);
+      }
+      return { slots, said: `${tape.ops.length} operations` };
+    },
+
     // One head of one block: outputs are A per block (h, T, T), gap per block (h,), hidden (T, T).
     heatmap(bundle, args) {
       const { seen, ids } = encode(bundle, args.prompt);
@@ -55,7 +84,7 @@
         hidden.map((r) => r.map((v) => v !== 0)), ax.xlabel, ax.ylabel, ax.value_name, ax.masked_name);
       return {
         slots: { svg, caption: fill(bundle.caption, words),
-          source: `the tape of ${bundle.recorded}, replayed in your browser on ${words.window} (typed by the reader)` },
+          source: `${bundle.recorded}, on ${words.window} (typed by the reader)` },
         said: `case T = ${ids.length}`,
       };
     },

@@ -5,6 +5,7 @@ in test_stepper.py.)"""
 import re
 
 from site_builder.run.examples import load_example
+from site_builder.serve.play import Playground
 from tests.conftest import ROOT
 
 
@@ -131,7 +132,7 @@ def test_a_typed_prompt_is_recomputed_by_its_tape_on_the_static_site(page, site_
     assert "head 1" in heatmap_label(ex), "the chosen head is kept"
     assert ex.locator(".example-body svg.heatmap").inner_html() != before, "the heatmap was redrawn"
     assert "Recomputed in your browser by replaying the tape" in ex.locator(".play-status").text_content()
-    assert "replayed in your browser" in ex.locator(".provenance").text_content()
+    assert "Recomputed in your browser by the tape" in ex.locator(".provenance").text_content()
     assert any(u.endswith("tape.js") for u in requests) and any("static/js/replay.js" in u for u in requests)
     assert "typed-prompt=the+cat+sat+on" in page.url
     ex.locator('select[name="layer"]').select_option("1")        # a menu reruns the tape on the typed prompt
@@ -152,7 +153,6 @@ def test_a_typed_prompt_is_recomputed_by_its_tape_on_the_static_site(page, site_
 
 def serve_refusal(prompt):
     """What /__play answers for this prompt on the attention example: the declaration's refusal."""
-    from site_builder.serve.play import Playground
     reply = Playground(ROOT).handle(dict(page="attention", example="attention-lm--ex-2", args=dict(prompt=prompt)))
     return reply["error"]
 
@@ -173,3 +173,23 @@ def test_a_page_without_a_playable_example_loads_nothing_of_the_replayer(page, s
     page.wait_for_load_state("load")
     assert not page.locator("form.play").count()
     assert not any("replay" in u or "tape" in u or "heatmap.js" in u for u in requests), requests
+
+
+def test_a_typed_eps_is_recomputed_by_its_tape_on_the_static_site(page, site_url):
+    page.goto(site_url + "layernorm.html")
+    ex = example_with(page, "eps")
+    free = ex.locator('input[name="eps"]')
+    assert free.is_visible()
+    free.fill("0.5")
+    ex.get_by_role("button", name="Recompute on my input").click()
+    page.wait_for_function("(el) => el.querySelector('.example-body caption').textContent === 'eps = 0.5'",
+                           arg=ex.element_handle(), timeout=30000)
+    want = load_example(ROOT, "layernorm:with_eps")(eps=0.5).blocks[0]["rows"]
+    rows = ex.locator(".example-body table tbody tr")
+    assert [rows.nth(i).locator("th, td").all_text_contents() for i in range(rows.count())] == want, \
+        "the replayed table reads as the build's own at eps = 0.5"
+    assert "Recomputed in your browser" in ex.locator(".play-status").text_content()
+    free.fill("200")
+    ex.get_by_role("button", name="Recompute on my input").click()
+    reply = Playground(ROOT).handle(dict(page="layernorm", example=ex.get_attribute("id"), args=dict(eps="200")))
+    assert ex.locator(".play-status").text_content() == reply["error"] == "eps must be between 0 and 100, got 200"

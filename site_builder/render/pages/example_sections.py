@@ -101,9 +101,10 @@ class ExampleSections:
         the declaration its input is checked against there, and the body its result fills
         (the example's own template, with slots the replayer fills): None if its recording failed."""
         from site_builder.gather.playground import replay_declaration
+        from site_builder.run.tape import RECORD_TIMEOUT
         ref = str(e["replay"])
         result, cached = self.example_results.get(ref) or run_example(
-            self.root, Request(ref, page.file, e.line_of("replay"), float(e.get("timeout") or DEFAULT_TIMEOUT)),
+            self.root, Request(ref, page.file, e.line_of("replay"), RECORD_TIMEOUT),
             self.problems, ExampleStore(self.root, self.cache))
         if result is None:
             return None
