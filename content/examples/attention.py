@@ -16,7 +16,7 @@ from site_builder.run.examples import (ExampleResult, gradcheck_table, table, fi
                                    config_label, stepper, nth_change, steps_table)
 from site_builder.render.plots import heatmap
 from site_builder.run.trace import trace_locals, trace_calls
-from content.hooks import corpus_window, run_label, trained_run
+from content.hooks import ROOT, corpus_window, run_label, trained_run
 
 SEED = 0
 TINY = ModelConfig(vocab_size=5, seq_len=3, emb_dim=4, num_heads=2, ff_dim=6, num_layers=1)
@@ -212,12 +212,16 @@ def chosen_heads(As):
             (1, int(np.argmax(ent1)), "the head of block 1 whose rows are most spread out (largest mean entropy)")]
 
 
-def attention_heatmap(A, labels, title):
+HEATMAP_AXES = dict(xlabel="key: character s", ylabel="query: character t", value_name="weight",
+                    masked_name="hidden by the causal mask")
+
+
+def attention_heatmap(A, labels, title, hidden=None):
     """One head's weights over a window of characters, causal mask shown: every heatmap of the
-    page is drawn by this, so their axes and scale read the same."""
-    return heatmap(A, row_labels=labels, col_labels=labels, title=title, masked=~causal_mask(len(labels)),
-                   xlabel="key: character s", ylabel="query: character t", value_name="weight",
-                   masked_name="hidden by the causal mask")
+    page is drawn by this (and a replayed one by static/js/heatmap.js with the same axes), so
+    their axes and scale read the same."""
+    hidden = ~causal_mask(len(labels)) if hidden is None else hidden
+    return heatmap(A, row_labels=labels, col_labels=labels, title=title, masked=hidden, **HEATMAP_AXES)
 
 
 def trained_heatmaps():
@@ -238,6 +242,20 @@ def trained_heatmaps():
 
 
 PROMPTS_NOTE = "the first seq_len characters"
+# What a chosen heatmap says: one wording for this build's choices and for a prompt the reader's
+# browser recomputes (heatmap_replay ships it), filled with window as repr() shows it.
+HEATMAP_TITLE = "Attention weights of block {layer}, head {head}, trained run {run}, on {window}"
+HEATMAP_CAPTION = ("Block {layer}, head {head} on {window}. Row t is the query at character t; column s is the key at "
+                   "character s; the grey cells are hidden by the causal mask. Each row sums to 1 (largest gap {gap}).")
+
+
+def heatmap_numbers(ids, params, cfg):
+    """Every number a chosen heatmap shows, for every block and head: the weights A (h, T, T)
+    that attention_forward of each block keeps in its cache, each row's largest gap from
+    summing to 1, per head (h,), and the cells the causal mask hides (T, T)."""
+    _, cache = forward(params, ids, cfg)
+    A = [block["att"]["A"] for block in cache["blocks"]]
+    return dict(A=A, gap=[np.abs(a.sum(axis=-1) - 1).max(axis=-1) for a in A], hidden=~causal_mask(len(ids)))
 
 
 def chosen_heatmap(prompt=WINDOW_TEXT, layer=0, head=0):
@@ -251,19 +269,45 @@ def chosen_heatmap(prompt=WINDOW_TEXT, layer=0, head=0):
              else "text typed by the reader, not in the corpus")
     ids = CharTokenizer(run.chars).encode(window)
     cfg = run.model_cfg
-    _, cache = forward(run.params, ids, cfg)
-    A = cache["blocks"][layer]["att"]["A"][head]          # the weights attention_forward returned in its cache
+    numbers = heatmap_numbers(ids, run.params, cfg)
+    A = numbers["A"][layer][head]
     labels = [SHOW.get(ch, ch) for ch in window]
-    title = f"Attention weights of block {layer}, head {head}, trained run {run.commit_key}, on {window!r}"
-    svg = attention_heatmap(A, labels, title)
+    words = dict(layer=layer, head=head, run=run.commit_key, window=repr(window), gap=f"{numbers['gap'][layer][head]:.1e}")
+    svg = attention_heatmap(A, labels, HEATMAP_TITLE.format(**words), numbers["hidden"])
     top = [labels[int(np.argmax(A[t]))] for t in range(len(ids))]
-    return ExampleResult([figure(svg, f"Block {layer}, head {head} on {window!r}. Row t is the query at character t; "
-                                      f"column s is the key at character s; the grey cells are hidden by the causal mask. "
-                                      f"Each row sums to 1 (largest gap {np.abs(A.sum(-1) - 1).max():.1e}).")],
+    return ExampleResult([figure(svg, HEATMAP_CAPTION.format(**words))],
                          f"model.transformer.forward with the final parameters of {run_label(run)}, "
                          f"{config_label(cfg)}: the weights A that attention_forward of block {layer} "
                          f"keeps in its cache, head {head} of {cfg.num_heads}, on {window!r} ({where})",
                          data=dict(A=A, window=window, top=top, seq_len=cfg.seq_len))
+
+
+def heatmap_replay():
+    """The tape of chosen_heatmap's computation, for a prompt the reader types on any host: the
+    real forward pass recorded once per length T = 1 to seq_len (its shapes depend on T), each
+    on the first T characters of the page's window, then checked on another text against a
+    fresh call. The reader's text is encoded by the run's vocabulary (a declared step of the
+    replayer: characters to ids) and cut to its first seq_len characters, as chosen_heatmap does."""
+    from model.data import CharTokenizer
+    from site_builder.run.tape import bundle, check, record
+    run, _, window, _ = corpus_window(WINDOW_TEXT)
+    cfg = run.model_cfg
+    encode = CharTokenizer(run.chars).encode
+    other = "Friends, Romans, countrymen"
+    tapes, worst = {}, 0.0
+    for T in range(1, cfg.seq_len + 1):
+        fn = lambda ids, params: heatmap_numbers(ids, params, cfg)
+        tapes[T] = record(ROOT, fn, dict(ids=encode(window[:T])), dict(params=run.params))
+        worst = max(worst, check(tapes[T], dict(ids=encode(other[:T])), lambda ids: fn(ids, run.params)))
+    layers = ([f"A of block {l} (h, T, T)" for l in range(cfg.num_layers)] + [f"gap of block {l} (h,)" for l in range(cfg.num_layers)]
+              + ["hidden (T, T)"])
+    recorded = (f"model.transformer.forward with the final parameters of {run_label(run)}, {config_label(cfg)}, "
+                f"once per T from 1 to {cfg.seq_len}")
+    return ExampleResult([figure("@@svg@@", "@@caption@@")], "@@source@@",
+                         data=dict(tape=bundle(tapes, view="heatmap", recorded=recorded, chars=run.chars, window="first", length=cfg.seq_len,
+                                               outputs=layers, show=SHOW, run=run.commit_key, title=HEATMAP_TITLE,
+                                               caption=HEATMAP_CAPTION, num_heads=cfg.num_heads, axes=HEATMAP_AXES),
+                                   worst=worst))
 
 
 def trained_head_table():

@@ -132,17 +132,44 @@ def eps_effect():
                          data=data)
 
 
-def with_eps(eps=EPS):
-    """The rows of the epsilon experiment at one eps: what the forward and backward passes give."""
-    rows = []
-    for label, x in EPS_ROWS:
+def eps_numbers(eps):
+    """Every number with_eps shows, per row of EPS_ROWS: var(x), s, Xhat, var(Xhat) and dX."""
+    out = []
+    for _, x in EPS_ROWS:
         with np.errstate(divide="ignore", invalid="ignore"):
             s, xh, dx = _eps_row(x, eps)
-            rows.append([label, f"{x.var():.3e}", fmt_number(s), fmt_array(xh), fmt_number(xh.var()), fmt_array(dx)])
+            out.append(dict(var=x.var(), s=s, xhat=xh, xhat_var=xh.var(), dx=dx))
+    return out
+
+
+def eps_result(numbers, eps_text, number=fmt_number, array=fmt_array, sci3=lambda v: f"{v:.3e}"):
+    """with_eps's table from its numbers: for this build's values, and (with slots for the
+    numbers, site_builder/run/tape.py) the template a replayed eps fills in the reader's browser."""
+    rows = [[label, sci3(n["var"]), number(n["s"]), array(n["xhat"]), number(n["xhat_var"]), array(n["dx"])]
+            for (label, _), n in zip(EPS_ROWS, numbers)]
     return ExampleResult([table(["Row", "var", "s = 1 / sqrt(var + eps)", "Xhat", "Variance of Xhat", "dX"], rows,
-                                caption=f"eps = {eps:g}")],
+                                caption=f"eps = {eps_text}")],
                          f"layer_norm_forward and layer_norm_backward with g = 1, b = 0, the hand-picked rows above, "
-                         f"dY = {fmt_array(EPS_DY)} and eps = {eps:g} (the model's default is cfg.ln_eps = {EPS:g})")
+                         f"dY = {fmt_array(EPS_DY)} and eps = {eps_text} (the model's default is cfg.ln_eps = {EPS:g})")
+
+
+def with_eps(eps=EPS):
+    """The rows of the epsilon experiment at one eps: what the forward and backward passes give."""
+    return eps_result(eps_numbers(eps), f"{eps:g}")
+
+
+def eps_replay():
+    """The tape of with_eps's computation, for an eps the reader types on any host: eps_numbers
+    recorded once (no shape depends on eps), with eps an input of the tape, checked at another
+    eps against a fresh call; and its table with a slot for each number."""
+    from site_builder.run.tape import bundle, check, input_slot, record, slot_format, slots
+    tape = record(ROOT, eps_numbers, dict(eps=np.float64(EPS)))
+    worst = max(check(tape, dict(eps=e), eps_numbers) for e in (0.0, 0.37, 100.0))
+    shown = slots(eps_numbers(EPS))
+    template = eps_result(shown, input_slot("eps", "g", None), slot_format("fmt_number", fmt_number),
+                          slot_format("fmt_array", fmt_array), slot_format("sci3", lambda v: f"{v:.3e}"))
+    return ExampleResult(template.blocks, template.source,
+                         data=dict(tape=bundle({"": tape}, view="slots", recorded="layernorm's eps_numbers"), worst=worst))
 
 
 def real_rows():

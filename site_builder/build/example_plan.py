@@ -22,6 +22,7 @@ def example_requests(root, content, slugs=None):
     """Every example the pages run (or the pages `slugs` run), as Requests. An example whose
     choices name a parameter its function does not take runs nothing: the page says so once."""
     from site_builder.run.example_runner import Request, DEFAULT_TIMEOUT
+    from site_builder.run.tape import RECORD_TIMEOUT
     from site_builder.gather.playground import call_ref, combinations, parameters_missing
     shown = [Request(call_ref(e["run"], combo), page.file, e.line_of("run"), float(e.get("timeout") or DEFAULT_TIMEOUT))
              for slug, page in content.pages.items() if slugs is None or slug in slugs
@@ -32,7 +33,10 @@ def example_requests(root, content, slugs=None):
               for slug, page in content.pages.items() if slugs is None or slug in slugs
               for c in concepts(page) for b in c.get("shapes") or [] if isinstance(b, dict)
               for key in ("run", "config") if b.get(key)]
-    extra = {r.ref: r for r in value_requests(content, slugs) + sizing if r.ref not in {s.ref for s in shown}}
+    replays = [Request(str(e["replay"]), page.file, e.line_of("replay"), RECORD_TIMEOUT)
+               for slug, page in content.pages.items() if slugs is None or slug in slugs
+               for c in concepts(page) for e in c.get("examples") or [] if e.get("replay") and e.get("playable")]
+    extra = {r.ref: r for r in value_requests(content, slugs) + sizing + replays if r.ref not in {s.ref for s in shown}}
     return shown + list(extra.values())
 
 

@@ -28,7 +28,7 @@ from site_builder.base.problems import Problem
 from site_builder.render.html import make_environment, pygments_css, source_rows, source_url
 
 
-SHIPPED_STATIC = ("site.css",)
+SHIPPED_STATIC = ("site.css", "js/replay.js", "js/heatmap.js", "js/replay-views.js")   # the replayer: loaded on first use
 SHIPPED_FONTS = ("vendor/latinmodern-math/",)
 
 
@@ -223,7 +223,19 @@ def play_fragments(env, pages):
                         ex=dict(id=ex["id"], **variant), root="")
                     files[f"play/{ex['id']}/{key}.js"] = (
                         f"playFragment({json.dumps(ex['id'])}, {json.dumps(key)}, {json.dumps(body.strip())});\n").encode()
+                if play and play.get("replay"):
+                    files[play["replay"]["file"]] = replay_file(env, ex["id"], play["replay"])
     return files
+
+
+def replay_file(env, example_id, replay) -> bytes:
+    """The tape of an example's free input, with the body its replayed result fills: the
+    replay example's blocks and source, whose slots (@@...@@) the replayer fills, rendered by
+    the template of every other result (site_builder/publish/tapes.py)."""
+    from site_builder.publish.tapes import tape_script
+    body = env.get_template("partials/example_fragment.html").render(
+        ex=dict(id=example_id, blocks=replay["blocks"], source=replay["source"], replayed=True), root="")
+    return tape_script(example_id, dict(replay["tape"], body=body.strip()))
 
 
 def landing_words(project, call_map) -> dict:

@@ -136,7 +136,7 @@ SCHEMA = {
     # run: module:function; or a declarative example (site_builder/run/declarative.py): steps or
     # gradcheck, with inputs and optionally function (default: the concept's)
     "example": ({"title"}, {"run", "hand_picked", "caption", "timeout", "choices", "playable",
-                            "shows_nonfinite", "steps", "gradcheck", "inputs", "function"}, {}),
+                            "replay", "shows_nonfinite", "steps", "gradcheck", "inputs", "function"}, {}),
     "shape": ({"title", "names"}, {"function", "at", "note", "config", "run"}, {}),
     "listing": ({"function"}, {"snippet", "caption"}, {}),
     "paper": ({"key"}, {"section", "equation", "page"}, {}),

@@ -400,3 +400,18 @@ def controls(example: dict, slug: str, ex_id: str, variants: dict, rules: TextRu
                            free=dict(type=spec["type"], hint=hint(spec, rules), label=spec.get("label", "")) if spec else None))
     return dict(page=slug, example=ex_id, fields=fields, variants=variants,
                 default=next(iter(variants)) if variants else "", keyed=sorted(choices))
+
+
+def replay_declaration(example: dict, rules: TextRules = None) -> dict:
+    """{param: its declared type and bounds} as the browser checks a value against them before
+    replaying a tape: the same declaration `/__play` validates with, a text's `max_length`
+    resolved to its number and its vocabulary named by the words of its refusal."""
+    out = {}
+    for name, spec in (example.get("playable") or {}).items():
+        given = dict(spec)
+        if spec.get("type") == "text":
+            given["max_length"] = max_length(spec, rules) or TEXT_LIMIT
+            given["known"] = _vocabulary_words(spec, rules).get("known") or "its {n} characters"
+            given["characters"] = characters(spec, rules) if rules is not None else None
+        out[name] = given
+    return out

@@ -6,8 +6,12 @@
 // the serve process validates the value, runs the same example function on it and answers
 // with the body rendered by the same template (site_builder/playground.py). A value typed
 // there and run is kept in the URL too, under a key of its own (?typed-prompt=the+cat: a menu's
-// value may be the same text, ?prompt=1 is its second choice), and a link with it runs it again
-// under serve; a static host has no code to run, so it says so.
+// value may be the same text, ?prompt=1 is its second choice), and a link with it runs it again.
+// On any other host, an example whose build recorded a tape (data-replay) takes free input too:
+// the value is checked here against the declaration /__play checks it with (data-spec), and on
+// first use the replayer (static/js/replay.js, heatmap.js, replay-views.js) and the tape load,
+// and recompute it in the browser (site_builder/run/tape.py). A static host without a tape has
+// no code to run, so it says so. The status line says which path computed what the page shows.
 (() => {
   "use strict";
   const forms = [...document.querySelectorAll("form.play[data-example]")];
@@ -16,6 +20,7 @@
   const me = document.querySelector('script[src*="static/js/"]');
   const root = me ? me.getAttribute("src").replace(/static\/js\/[^/]*$/, "") : "";
   const serve = !!document.querySelector('script[src="/__reload.js"]');
+  const replayable = (form) => !serve && !!form.dataset.replay;
   const waiting = new Map();          // "example key" -> resolve
   const loaded = new Map();           // "example key" -> body HTML
   const first = new Map();            // form -> the body the page was built with
@@ -38,6 +43,112 @@
       document.head.append(s);
     });
   }
+
+  // The replayer's scripts, then an example's tape (a script calling playTape), each loaded once.
+  const scripts = new Map();
+  const script = (src) => {
+    if (!scripts.has(src)) {
+      scripts.set(src, new Promise((resolve, reject) => {
+        const s = document.createElement("script");
+        s.src = src;
+        s.onload = () => resolve();
+        s.onerror = () => { scripts.delete(src); reject(new Error(`could not load ${src}`)); };
+        document.head.append(s);
+      }));
+    }
+    return scripts.get(src);
+  };
+  const tapes = new Map();
+  window.playTape = (id, bundle) => tapes.set(id, bundle);
+  async function tapeOf(form) {
+    for (const name of ["replay", "heatmap", "replay-views"]) await script(`${root}static/js/${name}.js`);
+    await script(root + form.dataset.replay);
+    const bundle = tapes.get(form.dataset.example);
+    if (!bundle) throw new Error(`${form.dataset.replay} holds no tape for this example`);
+    return bundle;
+  }
+
+  // The browser's copy of site_builder/gather/playground.py validate(): the same declaration, the
+  // same one-line refusals; the value is read as a number or kept as text, never evaluated.
+  const g = (v) => {                  // f"{v:g}"
+    if (v === 0) return "0";
+    const e = Math.floor(Math.log10(Math.abs(Number(v.toPrecision(6)))));
+    if (e >= -4 && e < 6) return String(Number(v.toPrecision(6)));
+    const [m, x] = v.toExponential(5).split("e");
+    return `${m.replace(/\.?0+$/, "")}e${Number(x) < 0 ? "-" : "+"}${String(Math.abs(Number(x))).padStart(2, "0")}`;
+  };
+  const PY_FLOAT = /^\s*[+-]?((\d+(_\d+)*)(\.(\d+(_\d+)*)?)?|\.\d+(_\d+)*)([eE][+-]?\d+)?\s*$/;
+  function checked(spec, value) {
+    const between = (v) => {
+      if (!(spec.min <= v && v <= spec.max)) throw new Error(`must be between ${g(spec.min)} and ${g(spec.max)}, got ${g(v)}`);
+      return v;
+    };
+    const number = (text, what) => {
+      if (text.length > 40) throw new Error(`must be ${what}, got text of ${text.length} characters`);
+      const t = text.trim();
+      if (/^[+-]?(inf|infinity|nan)$/i.test(t)) throw new Error(`must be a finite number, got '${t}'`);
+      if (!PY_FLOAT.test(t) || (what === "a whole number" && !/^\s*[+-]?\d+(_\d+)*\s*$/.test(t))) {
+        throw new Error(`must be ${what}, got '${t.slice(0, 20)}'`);
+      }
+      const v = Number(t.replace(/_/g, ""));
+      if (!Number.isFinite(v)) throw new Error(`must be a finite number, got '${t}'`);
+      return v;
+    };
+    if (spec.type === "int") return between(number(value, "a whole number"));
+    if (spec.type === "float") return between(number(value, "a number"));
+    if (spec.type === "numbers") {
+      const parts = value.replace(/,/g, " ").split(/\s+/).filter(Boolean).map((p) => number(p, "a number"));
+      if (parts.length !== spec.length) throw new Error(`must be ${spec.length} numbers, got ${parts.length}`);
+      return parts.map(between);
+    }
+    const chars = [...value];
+    if (!chars.length) throw new Error("must not be empty");
+    if (chars.length > spec.max_length) throw new Error(`is ${chars.length} characters long; at most ${spec.max_length} are allowed`);
+    if (spec.characters) {
+      const known = new Set(spec.characters);
+      const unknown = [...new Set(chars.filter((c) => !known.has(c)))].sort();
+      if (unknown.length) {
+        const shown = unknown.slice(0, 5).map((c) => globalThis.playViews ? globalThis.playViews.pyRepr(c) : `'${c}'`).join(", ") +
+          (unknown.length > 5 ? " ..." : "");
+        throw new Error(`has characters outside its vocabulary: ${shown} (it takes ${spec.known.replace("{n}", [...spec.characters].length)})`);
+      }
+    }
+    return value;
+  }
+
+  // The reader's input, recomputed in this browser from the example's tape.
+  async function replayMine(form) {
+    const spec = JSON.parse(form.dataset.spec), args = {};
+    for (const s of selects(form)) args[s.name] = JSON.parse(s.selectedOptions[0].dataset.value);
+    try {
+      for (const input of form.querySelectorAll("input[data-free]")) {
+        if (input.value.trim() === "") continue;
+        try {
+          args[input.name] = checked(spec[input.name], input.value);
+        } catch (e) {
+          throw new Error(`${input.name} ${e.message}`);
+        }
+      }
+    } catch (e) {
+      say(form, e.message, true);
+      return;
+    }
+    say(form, "Loading the replayer and this example's tape…");
+    try {
+      const bundle = await tapeOf(form);
+      const start = performance.now();
+      const { slots, said } = globalThis.playViews.VIEWS[bundle.view](bundle, args);
+      const html = bundle.body.replace(/@@([^@]+)@@/g, (m, k) => (k === "svg" ? slots.svg : escapeHtml(slots[k])));
+      swap(form, html);
+      say(form, `Recomputed in your browser by replaying the tape of the NumPy computation (${said}, ${(performance.now() - start).toFixed(1)} ms); under serve the NumPy code itself runs.`);
+      keepInUrl();
+    } catch (e) {
+      say(form, e.message, true);
+    }
+  }
+  // As Jinja escapes a text (markupsafe): the template's other texts are escaped so.
+  const escapeHtml = (t) => String(t).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
+    .replace(/'/g, "&#39;").replace(/"/g, "&#34;");
 
   const selects = (form) => [...form.querySelectorAll("select")];
   const body = (form) => form.closest(".example").querySelector(".example-body");
@@ -138,8 +249,9 @@
           }
         }
         keepInUrl();
-        // Under serve, with the reader's own value typed in, a menu reruns the real code on it.
+        // With the reader's own value typed in, a menu reruns the real code (or its tape) on it.
         if (serve && typed(form).length) mine(form);
+        else if (replayable(form) && typed(form).length) replayMine(form);
         else choose(form);
       });
     }
@@ -149,7 +261,7 @@
     for (const input of form.querySelectorAll("input[data-free]")) {
       const want = params.get(typedKey(input));
       if (want === null || want.trim() === "") continue;
-      if (serve) {
+      if (serve || replayable(form)) {
         input.value = want;
         wanted = true;
       } else {
@@ -159,7 +271,7 @@
     const showing = selects(form).map((s) => `${s.name}=${s.value}`).join(", ");
     if (unknown.length) say(form, `The link asks for ${unknown.join(" and ")}, which ${unknown.length > 1 ? "are" : "is"} not among the choices; the page shows ${showing}.`, true);
     else if (unrun.length) say(form, `The link asks for a typed ${unrun.join(" and ")}, which only serve can run (the note above says how); the page shows ${showing}.`, true);
-    if (wanted) mine(form);
+    if (wanted) (serve ? mine : replayMine)(form);
     else if (moved) choose(form);
     if (serve) {
       for (const label of form.querySelectorAll(".play-free")) label.hidden = false;
@@ -169,6 +281,14 @@
       run.textContent = "Run on my input";
       form.querySelector(".play-status").before(run);
       form.addEventListener("submit", (event) => { event.preventDefault(); mine(form); });
+    } else if (replayable(form)) {
+      for (const label of form.querySelectorAll(".play-free")) label.hidden = false;
+      for (const note of form.querySelectorAll(".play-note")) note.hidden = !note.classList.contains("play-replay-note");
+      const run = document.createElement("button");
+      run.type = "submit";
+      run.textContent = "Recompute on my input";
+      form.querySelector(".play-status").before(run);
+      form.addEventListener("submit", (event) => { event.preventDefault(); replayMine(form); });
     } else {
       form.addEventListener("submit", (event) => event.preventDefault());
     }

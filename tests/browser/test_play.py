@@ -4,8 +4,8 @@ real code and the heatmap changes without a reload. (Choosing the stepper's row 
 in test_stepper.py.)"""
 import re
 
-from site_builder import COMMAND
 from site_builder.run.examples import load_example
+from site_builder.serve.play import Playground
 from tests.conftest import ROOT
 
 
@@ -23,8 +23,6 @@ def test_choosing_a_head_and_a_temperature_on_the_static_site(page, site_url):
     page.on("request", lambda r: requests.append(r.url))
     page.goto(site_url + "attention.html")
     ex = example_with(page, "head")
-    assert ex.locator(".play-free").is_hidden(), "no free input without serve"
-    assert f"{COMMAND} serve" in ex.locator(".play-note").first.text_content()
     assert "head 0" in heatmap_label(ex)
     before = len(requests)
     ex.locator('select[name="head"]').select_option("2")
@@ -114,9 +112,84 @@ def test_a_link_with_a_typed_prompt_runs_it_under_serve(page, play_server):
     assert "'1'" in heatmap_label(ex)
 
 
-def test_a_typed_prompt_in_a_link_is_said_on_the_static_site(page, site_url):
-    page.goto(site_url + "attention.html?typed-prompt=" + "to+be+or" * 20)
-    status = example_with(page, "head").locator(".play-status")
-    text = status.text_content()
-    assert 'a typed prompt "to be orto be or' in text and "only serve can run" in text, text
-    assert len(text) < 200, "a long value is shortened"
+def test_a_typed_prompt_is_recomputed_by_its_tape_on_the_static_site(page, site_url):
+    """On a plain static server the field is shown; the replayer and the tape load only when it
+    is first used; the heatmap is redrawn for the typed prompt, and the status says the browser
+    computed it; an input outside the declaration is one line, and leaves the last result."""
+    requests = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(site_url + "attention.html?head=1")
+    ex = example_with(page, "head")
+    free = ex.locator('input[name="prompt"]')
+    assert free.is_visible(), "free input on a static host"
+    assert "recomputed in your browser" in ex.locator(".play-replay-note").text_content()
+    assert not any("replay" in u or "tape.js" in u for u in requests), "nothing of the replayer loads before first use"
+    before = ex.locator(".example-body svg.heatmap").inner_html()
+    free.fill("the cat sat on")
+    ex.get_by_role("button", name="Recompute on my input").click()
+    page.wait_for_function("(el) => el.querySelector('svg.heatmap').getAttribute('aria-label').includes('the cat sat on')",
+                           arg=ex.element_handle(), timeout=30000)
+    assert "head 1" in heatmap_label(ex), "the chosen head is kept"
+    assert ex.locator(".example-body svg.heatmap").inner_html() != before, "the heatmap was redrawn"
+    assert "Recomputed in your browser by replaying the tape" in ex.locator(".play-status").text_content()
+    assert "Recomputed in your browser by the tape" in ex.locator(".provenance").text_content()
+    assert any(u.endswith("tape.js") for u in requests) and any("static/js/replay.js" in u for u in requests)
+    assert "typed-prompt=the+cat+sat+on" in page.url
+    ex.locator('select[name="layer"]').select_option("1")        # a menu reruns the tape on the typed prompt
+    page.wait_for_function("(el) => el.querySelector('svg.heatmap').getAttribute('aria-label').includes('block 1')",
+                           arg=ex.element_handle(), timeout=30000)
+    assert "the cat sat on" in heatmap_label(ex)
+    free.fill("naïve €")
+    ex.get_by_role("button", name="Recompute on my input").click()
+    status = ex.locator(".play-status")
+    page.wait_for_function("(el) => el.querySelector('.play-status').textContent.includes('outside its vocabulary')",
+                           arg=ex.element_handle())
+    assert status.text_content() == serve_refusal("naïve €"), "the same one line as /__play's"
+    assert "the cat sat on" in heatmap_label(ex), "a refused input leaves the last result"
+    free.fill("x" * 17)
+    ex.get_by_role("button", name="Recompute on my input").click()
+    assert status.text_content() == serve_refusal("x" * 17) == "prompt is 17 characters long; at most 16 are allowed"
+
+
+def serve_refusal(prompt):
+    """What /__play answers for this prompt on the attention example: the declaration's refusal."""
+    reply = Playground(ROOT).handle(dict(page="attention", example="attention-lm--ex-2", args=dict(prompt=prompt)))
+    return reply["error"]
+
+
+def test_a_link_with_a_typed_prompt_runs_its_tape_on_the_static_site(page, site_url):
+    page.goto(site_url + "attention.html?head=2&typed-prompt=to+be+or")
+    ex = example_with(page, "head")
+    page.wait_for_function("(el) => el.querySelector('svg.heatmap').getAttribute('aria-label').includes('to be or')",
+                           arg=ex.element_handle(), timeout=30000)
+    assert ex.locator('input[name="prompt"]').input_value() == "to be or"
+    assert "head 2" in heatmap_label(ex)
+
+
+def test_a_page_without_a_playable_example_loads_nothing_of_the_replayer(page, site_url):
+    requests = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(site_url + "embeddings.html")
+    page.wait_for_load_state("load")
+    assert not page.locator("form.play").count()
+    assert not any("replay" in u or "tape" in u or "heatmap.js" in u for u in requests), requests
+
+
+def test_a_typed_eps_is_recomputed_by_its_tape_on_the_static_site(page, site_url):
+    page.goto(site_url + "layernorm.html")
+    ex = example_with(page, "eps")
+    free = ex.locator('input[name="eps"]')
+    assert free.is_visible()
+    free.fill("0.5")
+    ex.get_by_role("button", name="Recompute on my input").click()
+    page.wait_for_function("(el) => el.querySelector('.example-body caption').textContent === 'eps = 0.5'",
+                           arg=ex.element_handle(), timeout=30000)
+    want = load_example(ROOT, "layernorm:with_eps")(eps=0.5).blocks[0]["rows"]
+    rows = ex.locator(".example-body table tbody tr")
+    assert [rows.nth(i).locator("th, td").all_text_contents() for i in range(rows.count())] == want, \
+        "the replayed table reads as the build's own at eps = 0.5"
+    assert "Recomputed in your browser" in ex.locator(".play-status").text_content()
+    free.fill("200")
+    ex.get_by_role("button", name="Recompute on my input").click()
+    reply = Playground(ROOT).handle(dict(page="layernorm", example=ex.get_attribute("id"), args=dict(eps="200")))
+    assert ex.locator(".play-status").text_content() == reply["error"] == "eps must be between 0 and 100, got 200"

@@ -113,10 +113,12 @@ class ExampleSections:
             self.check_nonfinite(page, e, nonfinite)
             first = next(iter(variants.values()))
             ex_id = f"{c['id']}--ex-{n}"
+            play = controls(e, page.slug, ex_id, variants, rules) if choices or e.get("playable") else None
+            if play is not None and e.get("replay"):
+                play["replay"] = self.replay(page, e, ex_id, rules)
             out.append(dict(title=e["title"], hand_picked=self.md(e, "hand_picked"), caption=self.md(e, "caption"),
                             source=first["source"], blocks=first["blocks"], id=ex_id,
-                            runs=sorted({r for v in variants.values() for r in v["runs"]}),
-                            play=controls(e, page.slug, ex_id, variants, rules) if choices or e.get("playable") else None))
+                            runs=sorted({r for v in variants.values() for r in v["runs"]}), play=play))
         return out
 
     def check_nonfinite(self, page, e, nonfinite):
@@ -133,6 +135,28 @@ class ExampleSections:
             self.problems.append(Problem(page.file, e.line_of("shows_nonfinite"), f"example {e['run']} declares "
                                          "shows_nonfinite, but shows no inf or NaN", "remove 'shows_nonfinite: true'",
                                          strict=True))
+
+    def replay(self, page, e, ex_id, rules):
+        """The tape an example's free input replays in the reader's browser (site_builder/run/tape.py),
+        the declaration its input is checked against there, and the body its result fills
+        (the example's own template, with slots the replayer fills): None if its recording failed."""
+        from site_builder.gather.playground import replay_declaration
+        from site_builder.run.tape import RECORD_TIMEOUT
+        ref = str(e["replay"])
+        result, cached = self.example_results.get(ref) or run_example(
+            self.root, Request(ref, page.file, e.line_of("replay"), RECORD_TIMEOUT),
+            self.problems, ExampleStore(self.root, self.cache))
+        if result is None:
+            return None
+        tape = result.data.get("tape")
+        if not isinstance(tape, dict) or "cases" not in tape:
+            self.problems.append(Problem(page.file, e.line_of("replay"), f"{ref} returned no tape in its data",
+                                         "return ExampleResult([], source, data=dict(tape=bundle(...))) "
+                                         "(site_builder.run.tape)"))
+            return None
+        return dict(tape=tape, file=f"play/{ex_id}/tape.js", source=result.source, worst=result.data.get("worst"),
+                    blocks=self.example_blocks(result.blocks),
+                    spec=replay_declaration(e, rules))
 
     def example_blocks(self, blocks):
         return prepare_blocks(blocks, self.index, self.r)
