@@ -143,7 +143,7 @@ def render_all(root, content, index, renderer, site, site_info, cache=None, back
     todo["references.json"] = (lambda: (json.dumps(refs, indent=1, sort_keys=True) + "\n").encode(), None,
                                8 * len(site.references))
     files.update(render_shares(todo, renderer, cache, background))
-    companion_pdf(content, site, common, files, origin, cache, problems if problems is not None else [])
+    companion_pdf(root, content, site, common, files, origin, cache, problems if problems is not None else [])
     project = load_project(root)
     files["index.html"] = env.get_template("index.html").render(
         title="Overview", description=common["site"]["description"], root="", current="index",
@@ -169,12 +169,13 @@ def render_all(root, content, index, renderer, site, site_info, cache=None, back
     return files, origin, fonts
 
 
-def companion_pdf(content, site, common, files, origin, cache, problems):
+def companion_pdf(root, content, site, common, files, origin, cache, problems):
     """Typeset the pages, in nav order, as the companion PDF (site_builder/publish/pdf.py), add
     it to `files`, and fill each page's section, equation and PDF-line placeholders from where
     Typst put them. A page or TeX the PDF cannot typeset is a problem at its content file."""
     meta = dict(title=common["site"]["title"], description=common["site"]["description"],
-                built_from=common["built_from"], papers=content.site.get("papers") or {})
+                built_from=common["built_from"], papers=content.site.get("papers") or {},
+                css=(root / "static" / "site.css").read_text(encoding="utf-8"))
     pages = [(p["slug"], p["title"], p["file"], files[f"{p['slug']}.html"].decode()) for p in site.pages]
     result = pdf.companion(pages, meta, cache)
     problems += [Problem(file, line, message, fix) for file, line, message, fix in result.problems]

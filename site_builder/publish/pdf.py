@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from site_builder.base.cache import digest
-from site_builder.publish.pdfmarkup import PageMarkup, escape, string
+from site_builder.publish.pdfmarkup import PageMarkup, escape, string, svg_stylesheet
 
 PREAMBLE = r"""
 #set document(title: TITLE, date: none)
@@ -143,15 +143,16 @@ def bibliography(papers: dict) -> str:
 def document(pages, meta: dict) -> tuple[str, list, dict]:
     """(the Typst source, [(content file, tex, message)] for TeX tex2typst could not read,
     {source line: content file}) for pages [(slug, title, content file, html)] in nav order;
-    meta: title, description, built_from, papers."""
+    meta: title, description, built_from, papers, css (the site's stylesheet, for the figures)."""
     labels = set()
     for slug, _, _, html in pages:
         labels.add(slug)
         labels.update(f"{slug}:{m[1]}" for m in re.finditer(r'<(?:section|figure)\b[^>]*?\bid="([^"]+)"', html))
     parts = [PREAMBLE.replace("TITLE", string(meta["title"])), title_page(meta)]
     math_problems, origin = [], {}
+    style = svg_stylesheet(meta.get("css", ""))
     for slug, title, file, html in pages:
-        markup = PageMarkup(slug, labels)
+        markup = PageMarkup(slug, labels, style)
         body = markup.convert(html)
         start = sum(p.count("\n") for p in parts) + len(parts)
         parts.append(f"#page-section({string(slug)}, [{escape(title)}])\n\n{body}")

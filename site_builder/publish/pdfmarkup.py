@@ -107,6 +107,22 @@ def _svg_end(html: str, start: int) -> int:
     return len(html)
 
 
+FIGURE_CLASSES = re.compile(r"\.(chart|heatmap|arch-)")
+
+
+def svg_stylesheet(css: str) -> str:
+    """A <style> for the site's SVG figures from the site's stylesheet: the rules that style
+    them, with its light theme's variables put in (Typst's SVG renderer reads class rules but
+    not CSS variables; without them every shape was drawn black)."""
+    root = re.search(r":root\s*\{(.*?)\}", css, re.S)
+    values = dict(re.findall(r"(--[\w-]+)\s*:\s*([^;]+);", root[1])) if root else {}
+    resolve = lambda text: re.sub(r"var\((--[\w-]+)\)", lambda m: values.get(m[1], "currentColor"), text)
+    top_level = re.sub(r"@media[^{]*\{(?:[^{}]*\{[^{}]*\})*[^{}]*\}", "", css)
+    rules = [f"{sel.strip()} {{{resolve(body)}}}" for sel, body in re.findall(r"([^{}]+)\{([^{}]*)\}", top_level)
+             if FIGURE_CLASSES.search(sel) and ":" not in sel]
+    return f"<style>svg {{ color: {values.get('--fg', '#000')} }} {' '.join(rules)}</style>"
+
+
 def escape(text: str) -> str:
     """Text as Typst markup prints it: each character Typst gives a meaning, escaped."""
     return re.sub(r"([\\#*_`$<>@\[\]~/=+\-'\"])", r"\\\1", text)
@@ -122,8 +138,8 @@ class PageMarkup:
     that links to them become internal links; `math_problems` collects (tex, message) for TeX
     tex2typst could not read."""
 
-    def __init__(self, slug: str, labels: set):
-        self.slug, self.labels = slug, labels
+    def __init__(self, slug: str, labels: set, svg_style: str = ""):
+        self.slug, self.labels, self.svg_style = slug, labels, svg_style
         self.svgs, self.math_problems, self.equations = [], [], []   # equations: [(label, number-record)]
 
     def convert(self, html: str) -> str:
@@ -196,6 +212,9 @@ class PageMarkup:
 
     def figure(self, node) -> str:
         svg = self.svgs[int(node.attrs["data-n"])]
+        if re.match(r'<svg class="[^"]*\bnarrow\b', svg):
+            return ""              # the phone-width copy of a chart the page also has wide
+        svg = re.sub(r"(<svg\b[^>]*>)", lambda m: m[1] + self.svg_style, svg, count=1)
         width = re.search(r'\bwidth="([0-9.]+)"', svg[:400])
         # a CSS pixel is 0.75 pt; no wider than the text (A4 less the margins: 476 pt)
         size = f"{min(float(width[1]) * 0.75, TEXT_WIDTH_PT):.1f}pt" if width else "100%"
