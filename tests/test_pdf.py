@@ -83,3 +83,55 @@ def test_the_pdf_has_page_numbers_and_a_contents(reader, page_texts):
     assert "Contents" in page_text(reader, page_texts, 2)
     middle = len(reader.pages) // 2
     assert page_text(reader, page_texts, middle).strip().endswith(str(middle))
+
+
+# A focused test of the numbering, the cache and the error report, on pages made here (Typst on
+# a page or two takes a fraction of a second; the differential test's pdf_pages_move edit checks
+# the same through whole builds).
+
+def concept_page(prose_paragraphs=0, tex="E = m c^2"):
+    prose = "<p>" + "Words that fill the page. " * 60 + "</p>"
+    return (f'<main><h1>Demo</h1><section class="concept" id="demo"><h2><!--pdf-number:demo-->Demo</h2>'
+            f'{prose * prose_paragraphs}<figure class="equation" id="demo--e"><figcaption>'
+            f'<a class="eq-name" href="#demo--e">Energy</a><!--pdf-eq:demo--e--></figcaption>'
+            f'<div class="math"><math display="block"><semantics><mrow></mrow>'
+            f'<annotation encoding="application/x-tex">{tex}</annotation></semantics></math></div></figure>'
+            f'<!--pdf-line:demo--></section></main>')
+
+
+def companion(tmp_path, html, cache=None):
+    from site_builder.publish import pdf
+    (tmp_path / "content" / "pages").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "content" / "pages" / "demo.md").write_text("# Demo\n\nSome text.\n\n$$\n\\foo + 1\n$$\n")
+    meta = dict(title="Demo site", description="", built_from="Built here", papers={}, css="", root=tmp_path)
+    result = pdf.companion([("demo", "Demo", "content/pages/demo.md", html)], meta, cache)
+    return result, pdf.fill_numbers(html, "demo", result)
+
+
+def stated_page(html):
+    return int(re.search(r", p\. (\d+)</a>", html)[1])
+
+
+def test_an_edit_that_moves_an_equation_moves_its_stated_page_and_the_cache_follows(tmp_path):
+    from site_builder.base.cache import BuildCache
+    cache = BuildCache(tmp_path / "cache")
+    first, html = companion(tmp_path, concept_page(0), cache)
+    assert stated_page(html) == first.records["demo:demo--e"]["page"]
+    assert '<span class="sec-number">1.1</span>' in html and '<span class="eq-number">(1)</span>' in html
+    moved, moved_html = companion(tmp_path, concept_page(8), cache)
+    assert stated_page(moved_html) > stated_page(html)
+    reader = pypdf.PdfReader(io.BytesIO(moved.pdf))
+    dest = reader.named_destinations["demo:demo--e"]
+    assert reader.get_destination_page_number(dest) + 1 == stated_page(moved_html)
+    hits = cache.hits
+    again, _ = companion(tmp_path, concept_page(8), cache)
+    assert cache.hits == hits + 1 and again.pdf == moved.pdf
+    assert companion(tmp_path, concept_page(8))[0].pdf == moved.pdf       # typeset afresh: the same bytes
+
+
+def test_a_formula_typst_cannot_set_is_reported_at_its_content_file_and_line(tmp_path):
+    result, html = companion(tmp_path, concept_page(0, tex="\\foo + 1"))
+    assert result.pdf is None and "pdf-ref" not in html and "<!--pdf" not in html
+    [(file, line, message, fix)] = result.problems
+    assert (file, line) == ("content/pages/demo.md", 6), result.problems
+    assert "foo" in message

@@ -175,7 +175,7 @@ def companion_pdf(root, content, site, common, files, origin, cache, problems):
     Typst put them. A page or TeX the PDF cannot typeset is a problem at its content file."""
     meta = dict(title=common["site"]["title"], description=common["site"]["description"],
                 built_from=common["built_from"], papers=content.site.get("papers") or {},
-                css=(root / "static" / "site.css").read_text(encoding="utf-8"))
+                css=(root / "static" / "site.css").read_text(encoding="utf-8"), root=root)
     pages = [(p["slug"], p["title"], p["file"], files[f"{p['slug']}.html"].decode()) for p in site.pages]
     result = pdf.companion(pages, meta, cache)
     problems += [Problem(file, line, message, fix) for file, line, message, fix in result.problems]

@@ -154,7 +154,7 @@ def document(pages, meta: dict) -> tuple[str, list, dict]:
     for slug, title, file, html in pages:
         markup = PageMarkup(slug, labels, style)
         body = markup.convert(html)
-        start = sum(p.count("\n") for p in parts) + len(parts)
+        start = sum(p.count("\n") for p in parts) + len(parts) + 1      # the line this page starts on
         parts.append(f"#page-section({string(slug)}, [{escape(title)}])\n\n{body}")
         origin[start] = file
         math_problems += [(file, tex, message) for tex, message in markup.math_problems]
@@ -181,18 +181,18 @@ def typeset(source: str) -> tuple[bytes, list]:
         main.write_text(source, encoding="utf-8")
         compiler = typst.Compiler(str(main), root=folder, ignore_system_fonts=True)
         try:
-            records = json.loads(compiler.query("<pdf-records>", field="value"))[0]
             # untagged: tags made the file 4 times the size (11 MB against 2.9 MB)
             pdf = compiler.compile(format="pdf", timestamp=0, pdf_tags=False)
         except typst.TypstError as e:
             raise TypesetError(e.message, _error_line(e, source)) from None
+        records = json.loads(compiler.query("<pdf-records>", field="value"))[0]      # laid out already
     return pdf, records
 
 
 def _error_line(e, source: str):
     """The line of the generated source a Typst diagnostic names, if it names one."""
     text = " ".join(str(x) for x in (getattr(e, "diagnostic", ""), getattr(e, "trace", ""), e))
-    m = re.search(r":(\d+):\d+", text)
+    m = re.search(r"main\.typ:(\d+):\d+", text)
     return int(m[1]) if m else None
 
 
@@ -208,7 +208,8 @@ def companion(pages, meta: dict, cache=None) -> Companion:
     name = file_name(meta["title"])
     source, math_problems, origin = document(pages, meta)
     if math_problems:
-        return Companion(name, None, problems=[(file, 0, f"the PDF cannot typeset the TeX {tex!r}: {msg}",
+        return Companion(name, None, problems=[(file, _tex_line(meta.get("root"), file, tex),
+                                                f"the PDF cannot typeset the TeX {tex!r}: {msg}",
                                                 "write it in TeX that KaTeX and tex2typst both read")
                                                for file, tex, msg in math_problems])
     key = digest("pdf", source, compiler_version(), VERSION_KEY())
@@ -218,9 +219,11 @@ def companion(pages, meta: dict, cache=None) -> Companion:
             stored = typeset(source)
         except TypesetError as e:
             file = _origin_of(origin, e.line)
-            return Companion(name, None, problems=[(file, _content_line(file, source, e.line),
-                                                    f"the PDF cannot be typeset: {e.message}",
-                                                    "fix the page's text or TeX there")])
+            line, tex = _content_line(meta.get("root"), file, source, e.line)
+            what = f" (in the TeX {tex!r})" if tex else ""
+            return Companion(name, None, problems=[(file, line, f"the PDF cannot be typeset: {e.message}{what}",
+                                                    "write it so that Typst reads it (site_builder/publish/pdfmath.py "
+                                                    "says what the TeX goes through)")])
         if cache:
             cache.put("pdf", key, stored)
     pdf, records = stored
@@ -232,8 +235,28 @@ def _origin_of(origin: dict, line):
     return origin[starts[-1]] if starts else "content/site.yaml"
 
 
-def _content_line(file, source, line) -> int:
-    """0: a Typst error's line is in the generated source; the page's file is what it names."""
+def _content_line(root, file, source, line) -> tuple:
+    """(line of `file`, TeX) of the formula on the generated source's `line`, found by its TeX
+    in the content file; (0, None) when the line holds no formula or the TeX is not found."""
+    from site_builder.publish.pdfmath import MEMO
+    text = source.splitlines()[line - 1] if line and line <= source.count("\n") + 1 else ""
+    tex = next((t for t, typst in MEMO.items() if typst and f"$ {typst} $" in text or f"${typst}$" in text), None)
+    return (_tex_line(root, file, tex) if tex is not None else 0), tex
+
+
+def _tex_line(root, file, tex) -> int:
+    """The line of content file `file` where `tex` is written (0 if not found)."""
+    if root is None:
+        return 0
+    try:
+        lines = (Path(root) / file).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return 0
+    # as the page has it, and without the symbol marks {{...}} the build may have put in
+    for probe in dict.fromkeys((" ".join(tex.split())[:40], " ".join(tex.replace("{{", "").replace("}}", "").split())[:40])):
+        for n, content_line in enumerate(lines, 1):
+            if probe and probe in " ".join(content_line.split()):
+                return n
     return 0
 
 
