@@ -75,7 +75,7 @@ PREAMBLE = r"""
     ..rows.map(((n, cited, code, cites)) => (
       text(fill: luma(120), n),
       if cited { highlight(fill: rgb("#fff1b8"), raw(code, lang: "python")) } else { raw(code, lang: "python") },
-      if cited { text(size: 6.6pt, fill: luma(60))[#file:#n #cites] } else [],
+      if cited { block(width: 10em, text(size: 6.6pt, fill: luma(60))[#file.split("/").last():#n #cites]) } else [],
     )).flatten())
 })
 """
@@ -122,7 +122,7 @@ class Companion:
 
 
 def file_name(title: str) -> str:
-    """The PDF's name: the site's title as a slug (transformer-line-by-line.pdf)."""
+    """The PDF's name: the site's title as a slug ("My project, by hand" -> my-project-by-hand.pdf)."""
     return (re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") or "site") + ".pdf"
 
 
