@@ -177,7 +177,13 @@ def companion_pdf(root, content, site, common, files, origin, cache, problems):
                 built_from=common["built_from"], papers=content.site.get("papers") or {},
                 css=(root / "static" / "site.css").read_text(encoding="utf-8"), root=root)
     pages = [(p["slug"], p["title"], p["file"], files[f"{p['slug']}.html"].decode()) for p in site.pages]
-    result = pdf.companion(pages, meta, cache)
+    import importlib.util
+    if importlib.util.find_spec("typst") is None:       # the site is still built, without its PDF
+        problems.append(Problem("pyproject.toml", 0, "the companion PDF needs the typst package, which is not installed",
+                                "install the 'site' extra", warning=True))
+        result = pdf.Companion(pdf.file_name(meta["title"]), None)
+    else:
+        result = pdf.companion(pages, meta, cache)
     problems += [Problem(file, line, message, fix) for file, line, message, fix in result.problems]
     if result.pdf is not None:
         files[result.name] = result.pdf
