@@ -281,6 +281,10 @@ class PageMarkup:
             return f"#caption[{self.inline(c).strip()}]"
         if tag == "form":
             return self.form(c)
+        if tag == "dt":
+            return f"#block(above: 0.8em, below: 0.3em, sticky: true, strong[{self.inline(c).strip()}])"
+        if tag == "dd":
+            return f"#pad(left: 1.2em)[{self.blocks(c)}]"
         if tag == "blockquote":
             return f"#quote(block: true)[{self.blocks(c)}]"
         return self.blocks(c)
