@@ -22,6 +22,9 @@ The pool (fixture_edits):
   model_lines_move        three comment lines atop model/ops.py
   model_value_change      ModelConfig.ln_eps 1e-5 -> 1e-3 (every page's numbers, the index)
   content_prose           a sentence of the embeddings page reworded
+  pdf_pages_move          the site's description made a page longer: the companion PDF's title page
+                          prints it, so every equation lands on a later page, and each concept's
+                          "PDF: ..., p. N" line and the PDF's bytes change (site_builder/publish/pdf.py)
   deleted_test_function   tests/test_ops.py loses test_cross_entropy_value (the loss page cites it)
   deleted_test_file       tests/test_page_loss.py deleted (cited by the loss page)
   serve_edit              `build_site.py serve --port 0` runs; a paragraph is appended to a page;
@@ -530,6 +533,9 @@ class ServeRoundTrip(ServeEdit):
 
 
 TEX_TYPO = "\nA typo: $\\operatornam{ReLU}(z)$ here.\n"
+SITE_DESCRIPTION = "every number it computes, down to the source line."
+# More than the rest of the PDF's title page holds: everything after it moves a page on.
+PDF_PAGE_OF_PROSE = " And a sentence that makes the title page of the companion PDF a page longer." * 60
 
 
 def fixture_edits():
@@ -544,6 +550,7 @@ def fixture_edits():
         TextEdit("model_value_change", [("model/config.py", "ln_eps: float = 1e-5", "ln_eps: float = 1e-3")]),
         TextEdit("content_prose", [("content/pages/embeddings.md",
                                     "The model never sees a character.", "The model never reads a single character.")]),
+        TextEdit("pdf_pages_move", [("content/site.yaml", SITE_DESCRIPTION, SITE_DESCRIPTION + PDF_PAGE_OF_PROSE)]),
         RemoveFunction("deleted_test_function", "tests/test_ops.py", "test_cross_entropy_value"),
         DeleteFile("deleted_test_file", "tests/test_page_loss.py"),
         ServeEdit("serve_edit", "content/pages/positions.md", "\nA paragraph edited under serve.\n"),

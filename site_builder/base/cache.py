@@ -24,7 +24,7 @@ def digest(*parts) -> str:
 
 CACHE_MARKER = ".site-builder-cache"
 # What a cache folder holds: a folder of only these (from before the marker) is a cache too.
-CACHE_KINDS = {"example-inputs", "examples", "html", "jinja", "memo", "pages", "search", "shapes", "stamps",
+CACHE_KINDS = {"example-inputs", "examples", "html", "jinja", "memo", "pages", "pdf", "search", "shapes", "stamps",
                "training", CACHE_MARKER}
 
 

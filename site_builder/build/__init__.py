@@ -92,7 +92,7 @@ def _build(root, out, strict, cache_dir, use_cache, retrain, jobs, defer_search)
     # The font subset is made beside the link check and the write (a child, with 2+ jobs).
     try:
         files, origin, fonts = render_all(root, content, index, renderer, site, site_info, cache if use_cache else None,
-                                          background=jobs > 1)
+                                          background=jobs > 1, problems=problems)
     except (jinja2.TemplateError, OSError) as e:
         raise BuildFailed([rendering_problem(root, e)]) from None
     try:

@@ -1,5 +1,5 @@
 """The render memos a build loads from the cache and saves back only if it added to them:
-KaTeX's output, highlighted files, the examples' import lists and parsed YAML.
+KaTeX's output, the companion PDF's math (tex2typst's), highlighted files, the examples' import lists and parsed YAML.
 
 They are module dicts kept for the process, so a second build in it (serve, the tests) reuses
 what the first computed, with or without a cache; shared_memos names the ones a forked child
@@ -20,11 +20,13 @@ class Memos:
         import pygments
         import yaml
         from site_builder.gather import content
+        from site_builder.publish import pdfmath
         from site_builder.render import mathrender
         from site_builder.run import examples
         self.cache, self.content = cache, content
         # name -> (the module dict it fills, what its entries depend on besides their key)
         self.memos = dict(math=(mathrender.MEMO, mathrender.KATEX_VERSION_KEY()),
+                          pdfmath=(pdfmath.MEMO, pdfmath.VERSION_KEY()),
                           imports=(examples.IMPORTS_MEMO, Path(examples.__file__).read_bytes()),
                           yaml=(content.YAML_MEMO, (yaml.__version__, Path(content.__file__).read_bytes())))
         self.keys = {name: digest(name, depends) for name, (_, depends) in self.memos.items()}

@@ -22,7 +22,7 @@ from site_builder.gather.project import load_project
 from site_builder.publish.fontsubset import MathFontSubsets, page_math, remember_pages
 from site_builder.publish.assets import (insert_scripts, minify, page_scripts, prune_token_rules, script_bundles,
                                          used_token_classes)
-from site_builder.publish import hosting
+from site_builder.publish import hosting, pdf
 from site_builder.render import links
 from site_builder.base.problems import Problem
 from site_builder.render.html import make_environment, pygments_css, source_rows, source_url
@@ -82,10 +82,12 @@ def page_html(env, page, common) -> bytes:
         **common).encode()
 
 
-def render_all(root, content, index, renderer, site, site_info, cache=None, background=False):
+def render_all(root, content, index, renderer, site, site_info, cache=None, background=False, problems=None):
     """-> ({relative path: bytes}, {relative path: content file it came from}, the math-font
     subsets: MathFontSubsets, whose result() replaces the full fonts in the first dict; with
-    background=True they are made in a child meanwhile)."""
+    background=True they are made in a child meanwhile). The companion PDF is typeset from the
+    rendered pages, and its numbers written into them (companion_pdf); what stops it is added
+    to `problems`."""
     jinja_dir = cache.folder / "jinja" if cache and cache.folder else None
     if jinja_dir:
         jinja_dir.mkdir(parents=True, exist_ok=True)
@@ -141,6 +143,7 @@ def render_all(root, content, index, renderer, site, site_info, cache=None, back
     todo["references.json"] = (lambda: (json.dumps(refs, indent=1, sort_keys=True) + "\n").encode(), None,
                                8 * len(site.references))
     files.update(render_shares(todo, renderer, cache, background))
+    companion_pdf(root, content, site, common, files, origin, cache, problems if problems is not None else [])
     project = load_project(root)
     files["index.html"] = env.get_template("index.html").render(
         title="Overview", description=common["site"]["description"], root="", current="index",
@@ -164,6 +167,31 @@ def render_all(root, content, index, renderer, site, site_info, cache=None, back
     fonts = MathFontSubsets(files, pages, cache, background)
     files["references.json"] = files.pop("references.json")     # last, as it always was
     return files, origin, fonts
+
+
+def companion_pdf(root, content, site, common, files, origin, cache, problems):
+    """Typeset the pages, in nav order, as the companion PDF (site_builder/publish/pdf.py), add
+    it to `files`, and fill each page's section, equation and PDF-line placeholders from where
+    Typst put them. A page or TeX the PDF cannot typeset is a problem at its content file."""
+    meta = dict(title=common["site"]["title"], description=common["site"]["description"],
+                built_from=common["built_from"], papers=content.site.get("papers") or {},
+                css=(root / "static" / "site.css").read_text(encoding="utf-8"), root=root)
+    pages = [(p["slug"], p["title"], p["file"], files[f"{p['slug']}.html"].decode()) for p in site.pages]
+    import importlib.util
+    if importlib.util.find_spec("typst") is None:       # the site is still built, without its PDF
+        problems.append(Problem("pyproject.toml", 0, "the companion PDF needs the typst package, which is not installed",
+                                "install the 'site' extra", warning=True))
+        result = pdf.Companion(pdf.file_name(meta["title"]), None)
+    else:
+        result = pdf.companion(pages, meta, cache)
+    problems += [Problem(file, line, message, fix) for file, line, message, fix in result.problems]
+    if result.pdf is not None:
+        files[result.name] = result.pdf
+        origin[result.name] = "content/site.yaml"
+    for p in site.pages:
+        path = f"{p['slug']}.html"
+        files[path] = pdf.fill_numbers(files[path].decode(), p["slug"], result).encode()
+    return result
 
 
 def render_shares(todo, renderer, cache, background):

@@ -18,6 +18,7 @@ CONTENT_TYPES = {
     ".woff2": "font/woff2", ".woff": "font/woff", ".ttf": "font/ttf",
     ".svg": "image/svg+xml", ".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
     ".gif": "image/gif", ".webp": "image/webp", ".ico": "image/x-icon", ".wasm": "application/wasm",
+    ".pdf": "application/pdf",     # the companion PDF: a browser opens it at its #nameddest
 }
 
 

@@ -1,0 +1,300 @@
+"""The companion PDF: the whole site as one typeset document, and each page's pointers into it.
+
+What: every page of `nav`, in order, as a numbered section (its concepts numbered under it),
+with its prose, numbered display equations, tables, listings and figures, after a title page
+and a table of contents, and before the bibliography of the papers in site.yaml. Headings are
+the PDF's outline (bookmarks); every section and equation is a named destination, `slug:id`.
+
+Why Typst (the `typst` wheel from PyPI, a self-contained compiler: ~30 MB, no TeX
+installation, a few seconds for the whole site) and not LaTeX or Chromium's print: Debian's
+TeX Live is hundreds of MB outside pip, which the README's one install command could not
+bring; Chromium's print draws the site's MathML well but its outline and named destinations
+need DevTools calls and a PDF reader to find where anything landed. Typst reports where
+every label landed itself (`query`), so the page numbers on the HTML are the typesetter's
+own record, never an estimate. Its cost: Typst's math is not TeX, so each formula is
+converted from the page's TeX by tex2typst (site_builder/publish/pdfmath.py).
+
+Numbering shared with the pages: the document numbers sections and equations, and the build
+writes those numbers into the HTML (`fill_numbers`): templates leave `<!--pdf-...:id-->`
+placeholders (the section number in each concept's heading, the equation number in each
+equation's caption, the "PDF: Section 4.5, Eq. 51, p. 11" line at each concept's end), filled
+from Typst's record. A page's cached HTML holds the placeholders, so the cache stays keyed on
+the page alone, and the numbers follow any other page's edit.
+
+Deterministic bytes: the document's date is none (Typst then writes no date and derives the
+file's ID from its content), and only the fonts bundled in the Typst wheel are used, never the
+machine's (New Computer Modern, the OpenType Computer Modern that Latin Modern also descends
+from, and its math companion). The PDF and its record are cached on the Typst source and the
+compiler's version.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from site_builder.base.cache import digest
+from site_builder.publish.pdfmarkup import PageMarkup, escape, string, svg_stylesheet
+
+PREAMBLE = r"""
+#set document(title: TITLE, date: none)
+#set page(paper: "a4", margin: (x: 2.1cm, top: 2.2cm, bottom: 2.4cm),
+  footer: context if counter(page).get().first() > 1 { align(center, text(size: 9pt, counter(page).display())) })
+#set text(font: "New Computer Modern", size: 10pt, lang: "en")
+#set par(justify: true, leading: 0.58em)
+#set heading(numbering: (..n) => if n.pos().len() <= 2 { numbering("1.1", ..n) })
+#show heading.where(level: 1): it => { pagebreak(weak: true); v(0.5em); text(size: 17pt, it); v(0.6em) }
+#show heading.where(level: 2): it => { v(0.8em); text(size: 13pt, it); v(0.3em) }
+#show raw: set text(font: "DejaVu Sans Mono", size: 0.86em)
+#show link: it => if type(it.dest) == str { underline(stroke: 0.3pt, it) } else { text(fill: rgb("#1a4a8a"), it) }
+#set math.equation(numbering: "(1)")
+#show math.equation: set text(font: "New Computer Modern Math")
+#let anchor(name) = place(hide[#heading(level: 6, numbering: none, outlined: false, bookmarked: false)[]#label(name)])
+#let page-section(name, title) = [#heading(level: 1, title)#label(name)]
+#let section(name, title) = [#heading(level: 2, title)#label(name)]
+#let subhead(body) = block(above: 1.1em, below: 0.55em, sticky: true, text(weight: "bold", size: 10.5pt, body))
+#let caption(body) = block(above: 0.7em, below: 0.35em, sticky: true, text(size: 8.5pt, fill: luma(60), body))
+#let badge(body) = box(inset: (x: 2pt), outset: (y: 1.5pt), radius: 2pt, stroke: 0.4pt + luma(150), text(size: 7pt, body))
+#let note(body) = block(width: 100%, inset: (left: 8pt, y: 4pt), stroke: (left: 1.2pt + luma(150)), text(size: 9pt, body))
+#let eqrefs(body) = block(above: 0.2em, text(size: 7.5pt, fill: luma(70), body))
+#let equation(name, title, body) = block(breakable: false, width: 100%, above: 0.9em, below: 0.9em)[
+  #anchor(name)#text(size: 8.5pt, weight: "bold", fill: luma(60), title)
+  #body
+]
+#let svgfig(src, w) = align(center, block(image(bytes(src), format: "svg", width: w)))
+#let datatable(kind, n, ..cells) = block(width: 100%, {
+  set text(size: if kind == "numbers" { 7.5pt } else { 8.5pt })
+  set par(justify: false)
+  table(columns: n, stroke: 0.4pt + luma(185), inset: (x: 4pt, y: 3pt), ..cells)
+})
+#let listing(file, rows) = block(width: 100%, fill: luma(248), inset: 5pt, radius: 2pt, {
+  set text(size: 7.4pt)
+  set par(justify: false)
+  grid(columns: (auto, 1fr, auto), column-gutter: 7pt, row-gutter: 3pt,
+    ..rows.map(((n, cited, code, cites)) => (
+      text(fill: luma(120), n),
+      if cited { highlight(fill: rgb("#fff1b8"), raw(code, lang: "python")) } else { raw(code, lang: "python") },
+      if cited { block(width: 10em, text(size: 6.6pt, fill: luma(60))[#file.split("/").last():#n #cites]) } else [],
+    )).flatten())
+})
+"""
+
+# Where every labelled heading landed (a page's, a section's, an equation's anchor), its number
+# and the number of the equation after it: one query at the end of the document, which costs
+# one more layout pass (a record beside each label cost one pass per record: 3 times as long).
+RECORDS = r"""
+#context {
+  let out = ()
+  for h in query(heading) {
+    if h.has("label") {
+      let loc = h.location()
+      let n = counter(heading).at(loc)
+      out.push((name: str(h.label), kind: if h.level == 1 { "page" } else if h.level == 2 { "sec" } else { "eq" },
+                page: loc.page(), section: n.slice(0, calc.min(2, n.len())).map(str).join("."),
+                equation: str(counter(math.equation).at(loc).first() + 1)))
+    }
+  }
+  [#metadata(out)<pdf-records>]
+}
+"""
+
+# Where the templates leave what only the PDF knows (templates/partials/concept.html).
+PLACEHOLDER = re.compile(r"<!--pdf-(number|eq|line):([^>]*?)-->")
+
+
+class TypesetError(Exception):
+    """Typst rejected the document: `message`, and `line` of the generated source it points at."""
+
+    def __init__(self, message, line):
+        super().__init__(message)
+        self.message, self.line = message, line
+
+
+@dataclass
+class Companion:
+    """The built PDF, its file name, and {label: record} (kind, number, page) from Typst."""
+    name: str
+    pdf: bytes | None
+    records: dict = field(default_factory=dict)
+    order: list = field(default_factory=list)      # labels in document order
+    problems: list = field(default_factory=list)   # (content file, line, message, fix)
+
+
+def file_name(title: str) -> str:
+    """The PDF's name: the site's title as a slug ("My project, by hand" -> my-project-by-hand.pdf)."""
+    return (re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") or "site") + ".pdf"
+
+
+def bibliography(papers: dict) -> str:
+    """The references section: the papers of site.yaml in the order it gives them."""
+    items = []
+    for key, p in papers.items():
+        bits = [escape(p.get("authors", "")), f"#emph[{escape(p.get('title', key))}]",
+                escape(", ".join(str(x) for x in (p.get("venue"), p.get("year")) if x))]
+        url = p.get("url")
+        items.append(". ".join(b for b in bits if b) + "." + (f" #link({string(url)})[{escape(url)}]" if url else ""))
+    if not items:
+        return ""
+    return ("#heading(level: 1, numbering: none)[References]\n\n"
+            + "#enum(numbering: \"[1]\", " + ", ".join(f"[{i}]" for i in items) + ")")
+
+
+def document(pages, meta: dict) -> tuple[str, list, dict]:
+    """(the Typst source, [(content file, tex, message)] for TeX tex2typst could not read,
+    {source line: content file}) for pages [(slug, title, content file, html)] in nav order;
+    meta: title, description, built_from, papers, css (the site's stylesheet, for the figures)."""
+    labels = set()
+    for slug, _, _, html in pages:
+        labels.add(slug)
+        labels.update(f"{slug}:{m[1]}" for m in re.finditer(r'<(?:section|figure)\b[^>]*?\bid="([^"]+)"', html))
+    parts = [PREAMBLE.replace("TITLE", string(meta["title"])), title_page(meta)]
+    math_problems, origin = [], {}
+    style = svg_stylesheet(meta.get("css", ""))
+    for slug, title, file, html in pages:
+        markup = PageMarkup(slug, labels, style)
+        body = markup.convert(html)
+        start = sum(p.count("\n") for p in parts) + len(parts) + 1      # the line this page starts on
+        parts.append(f"#page-section({string(slug)}, [{escape(title)}])\n\n{body}")
+        origin[start] = file
+        math_problems += [(file, tex, message) for tex, message in markup.math_problems]
+    parts.append(bibliography(meta.get("papers") or {}))
+    parts.append(RECORDS)
+    return "\n".join(parts) + "\n", math_problems, origin
+
+
+def title_page(meta) -> str:
+    return (f"#align(center + horizon)[#text(size: 26pt, weight: \"bold\")[{escape(meta['title'])}]\n\n"
+            f"#v(1em)#text(size: 12pt)[{escape(meta.get('description', ''))}]\n\n"
+            f"#v(2em)#text(size: 9pt, fill: luma(80))[{escape(meta.get('built_from', ''))}. Every number, "
+            f"line reference and shape in it was computed by the build that wrote it.]]\n"
+            f"#pagebreak()\n#outline(depth: 2)\n")
+
+
+def typeset(source: str) -> tuple[bytes, list]:
+    """(PDF bytes, Typst's records) for a Typst source, with only the wheel's fonts."""
+    import tempfile
+    import typst
+    # a file, not bytes: the wheel's query cannot find a source given as bytes
+    with tempfile.TemporaryDirectory(prefix="site-pdf-") as folder:
+        main = Path(folder) / "main.typ"
+        main.write_text(source, encoding="utf-8")
+        compiler = typst.Compiler(str(main), root=folder, ignore_system_fonts=True)
+        try:
+            # untagged: tags made the file 4 times the size (11 MB against 2.9 MB)
+            pdf = compiler.compile(format="pdf", timestamp=0, pdf_tags=False)
+        except typst.TypstError as e:
+            raise TypesetError(e.message, _error_line(e, source)) from None
+        records = json.loads(compiler.query("<pdf-records>", field="value"))[0]      # laid out already
+    return pdf, records
+
+
+def _error_line(e, source: str):
+    """The line of the generated source a Typst diagnostic names, if it names one."""
+    text = " ".join(str(x) for x in (getattr(e, "diagnostic", ""), getattr(e, "trace", ""), e))
+    m = re.search(r"main\.typ:(\d+):\d+", text)
+    return int(m[1]) if m else None
+
+
+def compiler_version() -> str:
+    import typst
+    return getattr(typst, "__version__", "?")
+
+
+def companion(pages, meta: dict, cache=None) -> Companion:
+    """Build the companion PDF of `pages` ([(slug, title, content file, html)] in nav order):
+    from the cache when its Typst source is unchanged."""
+    from site_builder.publish.pdfmath import VERSION_KEY
+    name = file_name(meta["title"])
+    source, math_problems, origin = document(pages, meta)
+    if math_problems:
+        return Companion(name, None, problems=[(file, _tex_line(meta.get("root"), file, tex),
+                                                f"the PDF cannot typeset the TeX {tex!r}: {msg}",
+                                                "write it in TeX that KaTeX and tex2typst both read")
+                                               for file, tex, msg in math_problems])
+    key = digest("pdf", source, compiler_version(), VERSION_KEY())
+    stored = cache.get("pdf", key) if cache else None
+    if stored is None:
+        try:
+            stored = typeset(source)
+        except TypesetError as e:
+            file = _origin_of(origin, e.line)
+            line, tex = _content_line(meta.get("root"), file, source, e.line)
+            what = f" (in the TeX {tex!r})" if tex else ""
+            return Companion(name, None, problems=[(file, line, f"the PDF cannot be typeset: {e.message}{what}",
+                                                    "write it so that Typst reads it (site_builder/publish/pdfmath.py "
+                                                    "says what the TeX goes through)")])
+        if cache:
+            cache.put("pdf", key, stored)
+    pdf, records = stored
+    return Companion(name, pdf, {r["name"]: r for r in records}, [r["name"] for r in records])
+
+
+def _origin_of(origin: dict, line):
+    starts = sorted(s for s in origin if line is None or s <= line)
+    return origin[starts[-1]] if starts else "content/site.yaml"
+
+
+def _content_line(root, file, source, line) -> tuple:
+    """(line of `file`, TeX) of the formula on the generated source's `line`, found by its TeX
+    in the content file; (0, None) when the line holds no formula or the TeX is not found."""
+    from site_builder.publish.pdfmath import MEMO
+    text = source.splitlines()[line - 1] if line and line <= source.count("\n") + 1 else ""
+    tex = next((t for t, typst in MEMO.items() if typst and f"$ {typst} $" in text or f"${typst}$" in text), None)
+    return (_tex_line(root, file, tex) if tex is not None else 0), tex
+
+
+def _tex_line(root, file, tex) -> int:
+    """The line of content file `file` where `tex` is written (0 if not found)."""
+    if root is None:
+        return 0
+    try:
+        lines = (Path(root) / file).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return 0
+    # as the page has it, and without the symbol marks {{...}} the build may have put in
+    for probe in dict.fromkeys((" ".join(tex.split())[:40], " ".join(tex.replace("{{", "").replace("}}", "").split())[:40])):
+        for n, content_line in enumerate(lines, 1):
+            if probe and probe in " ".join(content_line.split()):
+                return n
+    return 0
+
+
+def fill_numbers(html: str, slug: str, result: Companion) -> str:
+    """A page's HTML with its placeholders replaced: section and equation numbers, and each
+    concept's PDF line (nothing where the PDF could not be built)."""
+    def replace(m):
+        kind, ident = m[1], m[2]
+        rec = result.records.get(f"{slug}:{ident}")
+        if rec is None or result.pdf is None:
+            return ""
+        if kind == "number":
+            return f'<span class="sec-number">{rec["section"]}</span> '
+        if kind == "eq":
+            return f' <span class="eq-number">({rec["equation"]})</span>'
+        return pdf_line(slug, ident, result)
+    return PLACEHOLDER.sub(replace, html)
+
+
+def pdf_line(slug: str, ident: str, result: Companion) -> str:
+    """'PDF: Section 4.5, Eq. 51, p. 11', linked to the named destination of the section's
+    first equation (of the section itself when it has none), all from Typst's record."""
+    name = f"{slug}:{ident}"
+    sec = result.records[name]
+    first = first_equation(name, result)
+    target = result.records[first] if first else sec
+    words = f"Section {sec['section']}" + (f", Eq. {target['equation']}" if first else "") + f", p. {target['page']}"
+    return (f'<p class="pdf-ref">PDF: <a href="{result.name}#nameddest={first or name}" '
+            f'data-pdf-page="{target["page"]}">{words}</a></p>')
+
+
+def first_equation(section: str, result: Companion):
+    """The label of the first equation after `section` in the document and before the next section."""
+    at = result.order.index(section)
+    for name in result.order[at + 1:]:
+        kind = result.records[name]["kind"]
+        if kind == "eq":
+            return name
+        if kind in ("sec", "page"):
+            return None
+    return None
