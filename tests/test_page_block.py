@@ -15,7 +15,7 @@ from tests.fixtures import ffn_worked_params, FFN_WORKED_XN, FFN_WORKED_DOUT
 CONCEPTS = ["ffn-forward", "ffn-backward", "block-forward", "block-backward"]
 HEADINGS = ["What is it?", "Why does the model need it?", "Mathematics", "What does each symbol mean?",
             "Tiny numerical example", "Tensor shapes", "Actual implementation", "Code and math connection",
-            "Where is it used?", "Implemented in"]
+            "Where is it used?"]
 
 
 def example(name):
