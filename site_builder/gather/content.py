@@ -113,7 +113,8 @@ LABELS = {"why": "Why is it needed?"}       # the heading of a concept's `why`
 
 # kind -> (required keys, optional keys, {key: kind of its value or of its list items})
 SCHEMA = {
-    "site": ({"title", "nav"}, {"repo_url", "site_url", "branch", "description", "papers", "sources", "project", "labels"},
+    "site": ({"title", "nav"}, {"repo_url", "site_url", "branch", "description", "papers", "sources", "project", "labels",
+                                  "glossary"},
              {"labels": "labels"}),
     "labels": (set(), set(LABELS), {}),
     "paper_entry": ({"title", "authors", "year"}, {"url", "venue"}, {}),
