@@ -114,7 +114,7 @@ LABELS = {"why": "Why is it needed?"}       # the heading of a concept's `why`
 # kind -> (required keys, optional keys, {key: kind of its value or of its list items})
 SCHEMA = {
     "site": ({"title", "nav"}, {"repo_url", "site_url", "branch", "description", "papers", "sources", "project", "labels",
-                                  "glossary"},
+                                  "glossary", "notation_reused"},
              {"labels": "labels"}),
     "labels": (set(), set(LABELS), {}),
     "paper_entry": ({"title", "authors", "year"}, {"url", "venue"}, {}),
@@ -142,7 +142,7 @@ SCHEMA = {
 }
 ROLES = ("computes", "inline", "tests", "derived")
 # The type of every leaf value; anything not listed here is a string.
-LEAF_TYPES = {"derived": bool, "flow": bool, "probe": "probe-map", "names": "str-list", "nav": "str-list",
+LEAF_TYPES = {"derived": bool, "flow": bool, "probe": "probe-map", "names": "str-list", "nav": "str-list", "notation_reused": "str-list",
               "expand": "str-list", "holds": "str-map", "roles": "str-map", "sources": "str-map", "papers": dict,
               "shape": "scalar", "block": "prefix",
               "section": "scalar", "equation": "scalar", "page": "scalar", "year": "scalar",
