@@ -9,13 +9,13 @@ import pytest
 
 from model.transformer import ffn_forward, ffn_backward, block_forward, block_backward
 from site_builder.run.examples import load_example, fmt_array, fmt_number
-from tests.conftest import ROOT, assert_sections
+from tests.conftest import ROOT, assert_sections, concept_section
 from tests.fixtures import ffn_worked_params, FFN_WORKED_XN, FFN_WORKED_DOUT
 
 CONCEPTS = ["ffn-forward", "ffn-backward", "block-forward", "block-backward"]
 HEADINGS = ["What is it?", "Why does the model need it?", "Mathematics", "What does each symbol mean?",
             "Tiny numerical example", "Tensor shapes", "Actual implementation", "Code and math connection",
-            "Where is it used?", "Implemented in"]
+            "Where is it used?"]
 
 
 def example(name):
@@ -112,13 +112,17 @@ def _block(params):
     return Y, block_backward(dY, cache, params, 0, grads), grads, mod
 
 
-def test_block_backward_tables_equal_a_direct_call():
-    blocks = example("block_backward_tables").blocks
+def test_block_backward_parameter_gradients_equal_a_direct_call():
+    """The backward example shows what the stepper does not: the parameter gradients, whole."""
+    blocks = example("block_backward_parameter_gradients").blocks
     mod = block_examples()
-    _, dX, _, _ = _block(mod.tiny_params())
-    final = blocks[-1]
-    assert final["rows"] == [[fmt_number(x) for x in row] for row in dX]
-    assert [b["name"] for b in blocks][0] == "dY"
+    _, _, grads, _ = _block(mod.tiny_params())
+    matrices = {b["name"]: b["rows"] for b in blocks if b["kind"] == "matrix"}
+    assert list(matrices) == [f"grads['b0.{k}']" for k in ("wq", "wk", "wv", "wo", "ff1_w", "ff2_w")]
+    for name, rows in matrices.items():
+        assert rows == [[fmt_number(x) for x in row] for row in grads[name[7:-2]]]
+    steps = example("block_backward_steps").blocks[0]["steps"]
+    assert not {s["name"] for s in steps} & {name[7:-2] for name in matrices}     # no array in both
 
 
 def test_identity_path_returns_dy_exactly():
@@ -238,3 +242,19 @@ def test_block_forward_update_says_how_it_reaches_a_parameter_update(site_page):
     update = section.split('id="block-forward--update"', 1)[1].split("<h3", 1)[0]
     assert "block_backward" in update and "grads" in update and "loss_and_grads" in update
     assert "All three" not in section
+
+
+def test_an_add_step_shows_each_row_once(site_page):
+    """Without JavaScript (and in print) an add's step shows its first term once, as "before",
+    then the other term and the sum: never the same row twice."""
+    html = concept_section(site_page("block"), "block-forward")
+    step = html[html.index("Step 4 of 7: First residual add"):]
+    step = step[:step.index("</table>")]
+    assert step.count("<code>X[1]</code>") == 1, step
+    assert "before: <code>X[1]</code>" in step and "+ <code>att[1]</code>" in step
+
+
+def test_heads_are_numbered_once_per_example(site_page):
+    """The 2017 step's attention example says how heads are numbered once (its table's caption),
+    not again in the example's caption right above it; the concept's note says it once more."""
+    assert site_page("seq2seq-step").count("Heads are numbered from 0") == 2

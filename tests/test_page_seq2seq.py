@@ -21,8 +21,7 @@ CONCEPTS = ["seq2seq-embed", "seq2seq-encoder-layer", "seq2seq-encoder-backward"
             "seq2seq-cross-attention", "seq2seq-decoder-backward", "seq2seq-memory-gradient", "seq2seq-output",
             "seq2seq-model", "seq2seq-greedy", "seq2seq-reversal"]
 HEADINGS = ["What is it?", "Why does the model need it?", "Mathematics", "What does each symbol mean?",
-            "Actual implementation", "Code and math connection", "Where is it used?",
-            "Implemented in"]
+            "Actual implementation", "Code and math connection", "Where is it used?"]
 
 EX = load_example(ROOT, "seq2seq:tiny_params").__globals__      # the example module's names
 TINY, SRC, TGT_IN, TGT_OUT = EX["TINY"], EX["SRC"], EX["TGT_IN"], EX["TGT_OUT"]

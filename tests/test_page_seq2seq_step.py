@@ -26,7 +26,7 @@ CONCEPTS = ["toy", "embed", "enc-attention", "add-norm", "ffn", "masked", "cross
             "paths", "adam"]
 HEADINGS = ["What is it?", "Why does the model need it?", "Mathematics", "What does each symbol mean?",
             "Tiny numerical example", "Tensor shapes", "Actual implementation", "Code and math connection",
-            "Where is it used?", "Implemented in"]
+            "Where is it used?"]
 
 
 def example(name):

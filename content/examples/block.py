@@ -5,7 +5,7 @@ from model.config import ModelConfig
 from model.gradcheck import numerical_grad
 from model.transformer import init_params, ffn_forward, ffn_backward, block_forward, block_backward
 from site_builder.run.examples import (ExampleResult, steps_table, matrix, gradcheck_table, stepper,
-                                   config_label, fmt_array)
+                                   config_label, fmt_array, table)
 from site_builder.run.trace import trace_locals
 from tests.fixtures import ffn_worked_params, FFN_WORKED_XN, FFN_WORKED_DOUT
 
@@ -88,11 +88,6 @@ def _block_backward_trace(params):
     return trace_locals(block_backward, DY_HAND.copy(), cache, params, 0, grads)
 
 
-BACKWARD_NAMES = [("dY", "dY"), ("dXn2", "dXn2"), ("dX1_branch", "dX1_branch"),
-                  ("dX1 = dY + dX1_branch", "dX1"), ("dXn", "dXn"), ("dX_branch", "dX_branch"),
-                  ("dX = dX1 + dX_branch", "return")]
-
-
 def block_backward_steps():
     t = _block_backward_trace(tiny_params())
     steps = stepper(t, row=1, steps=[
@@ -112,9 +107,17 @@ def _matrices(t, names):
     return [matrix(label, value_of(t, name)) for label, name in names]
 
 
-def block_backward_tables():
-    t = _block_backward_trace(tiny_params())
-    return ExampleResult(_matrices(t, BACKWARD_NAMES), TINY_SOURCE)
+def block_backward_parameter_gradients():
+    """What the stepper above cannot show: the parameter gradients the same backward pass adds
+    to `grads`, the weight matrices whole and the vectors as one table."""
+    params = tiny_params()
+    _, cache = block_forward(X_HAND.copy(), params, 0, TINY)
+    grads = {k: np.zeros_like(v) for k, v in params.items()}
+    block_backward(DY_HAND.copy(), cache, params, 0, grads)
+    ours = [k for k in grads if k.startswith("b0.")]
+    blocks = [matrix(f"grads['{k}']", grads[k]) for k in ours if grads[k].ndim == 2]
+    blocks.append(table(["Vector", "Gradient"], [[f"grads['{k}']", fmt_array(grads[k])] for k in ours if grads[k].ndim == 1]))
+    return ExampleResult(blocks, TINY_SOURCE)
 
 
 def block_backward_identity_only():

@@ -40,10 +40,23 @@ def gather(root: Path, problems: list, cache=None, jobs=1, memos=None, retrain=F
             started.stop()
 
 
+def notation_problems(content):
+    """A warning per symbol two pages declare for two things (site_builder/render/symbols.py
+    notation_clashes), naming both lines; none for a letter site.yaml's `notation_reused` lists."""
+    from site_builder.gather.content import concepts
+    from site_builder.render.symbols import notation_clashes
+    pages = [(p.file, [s for c in concepts(p) for s in c.get("symbols") or []]) for p in content.pages.values()]
+    reused = set(content.site.get("notation_reused") or ())      # letters the project reuses knowingly
+    return [Problem(a[0], a[1], f"symbol '{sym}' means \"{a[2]}\" here and \"{b[2]}\" at {b[0]}:{b[1]}",
+                    "rename it on one of the two pages, so each symbol has one meaning across the site", warning=True)
+            for sym, a, b in notation_clashes(pages) if sym not in reused]
+
+
 def _gather(root, problems, cache, jobs, retrain, input_digests, code_memo, highlighting):
     content = load_content(root, problems)
     if any(not p.warning for p in problems):
         return None           # the rest of the pipeline trusts validated content: stop here
+    problems.extend(notation_problems(content))
     index = readable_index(root, problems)
     if index is None:
         return None

@@ -26,6 +26,7 @@ from site_builder.publish import hosting, pdf
 from site_builder.render import links
 from site_builder.base.problems import Problem
 from site_builder.render.html import make_environment, pygments_css, source_rows, source_url
+from site_builder.render.marks import link_first_marks
 
 
 SHIPPED_STATIC = ("site.css", "js/replay.js", "js/heatmap.js", "js/replay-views.js")   # the replayer: loaded on first use
@@ -65,7 +66,7 @@ def shared_context(content, index, site, site_info):
     source_files = sorted(f for f in index.files if f.startswith(index.package + "/")) + sorted(site.cited_files)
     nav = [dict(slug=p["slug"], title=p["title"], summary=p["summary"]) for p in site.pages]
     return dict(site=dict(title=content.site.get("title", "Documentation"), description=content.site.get("description", ""),
-                          labels=content.labels, url=site_info["site_url"]),
+                          labels=content.labels, url=site_info["site_url"], glossary=content.site.get("glossary")),
                 nav=nav, source_files=source_files, built_from=built_from,
                 github_branch=None if commit else site_info["branch"])     # templates/partials/macros.html
 
@@ -73,13 +74,17 @@ def shared_context(content, index, site, site_info):
 def page_html(env, page, common) -> bytes:
     """A content page as rendered, before its script tag is put in (insert_scripts)."""
     titles = {p["slug"]: p["title"] for p in common["nav"]}
-    return env.get_template("page.html").render(
+    html = env.get_template("page.html").render(
         page=page, title=page["title"], description=page["summary"], root="", current=page["slug"],
         url=hosting.page_url(common["site"]["url"], f"{page['slug']}.html"),
         prev_href=f"{page['prev']}.html" if page["prev"] else "index.html",
         prev_title=titles.get(page["prev"], "Overview"),
         next_href=f"{page['next']}.html" if page["next"] else None, next_title=titles.get(page["next"]),
-        **common).encode()
+        **common)
+    glossary = common["site"]["glossary"]
+    if glossary and glossary != page["slug"]:
+        html = link_first_marks(html, f"{glossary}.html")
+    return html.encode()
 
 
 def render_all(root, content, index, renderer, site, site_info, cache=None, background=False, problems=None):

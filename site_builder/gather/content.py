@@ -113,7 +113,8 @@ LABELS = {"why": "Why is it needed?"}       # the heading of a concept's `why`
 
 # kind -> (required keys, optional keys, {key: kind of its value or of its list items})
 SCHEMA = {
-    "site": ({"title", "nav"}, {"repo_url", "site_url", "branch", "description", "papers", "sources", "project", "labels"},
+    "site": ({"title", "nav"}, {"repo_url", "site_url", "branch", "description", "papers", "sources", "project", "labels",
+                                  "glossary", "notation_reused"},
              {"labels": "labels"}),
     "labels": (set(), set(LABELS), {}),
     "paper_entry": ({"title", "authors", "year"}, {"url", "venue"}, {}),
@@ -145,7 +146,7 @@ SCHEMA = {
 ROLES = ("computes", "inline", "tests", "derived")
 # The type of every leaf value; anything not listed here is a string.
 LEAF_TYPES = {"derived": bool, "flow": bool, "shows_nonfinite": bool, "gradcheck": bool, "steps": "list",
-              "inputs": dict, "probe": "probe-map", "names": "str-list", "nav": "str-list",
+              "inputs": dict, "probe": "probe-map", "names": "str-list", "nav": "str-list", "notation_reused": "str-list",
               "expand": "str-list", "holds": "str-map", "roles": "str-map", "sources": "str-map", "papers": dict,
               "shape": "scalar", "block": "prefix",
               "section": "scalar", "equation": "scalar", "page": "scalar", "year": "scalar",

@@ -268,6 +268,15 @@ def _every(labels, room, size):
     return max(1, math.ceil((widest + 4) / room)) if room > 0 else 1
 
 
+def hatch(x, y, size):
+    """Three diagonal strokes across a masked cell: a masked cell is the background, hatched,
+    so it recedes behind every weight in both themes (a grey fill outshone the low weights of
+    the dark theme), and still differs from a weight of 0."""
+    h = size / 2
+    return (f'<path class="hatch" d="M{x:.1f} {y + size:.1f}L{x + size:.1f} {y:.1f}M{x:.1f} {y + h:.1f}L{x + h:.1f} {y:.1f}'
+            f'M{x + h:.1f} {y + size:.1f}L{x + size:.1f} {y + h:.1f}"/>')
+
+
 def heatmap(matrix, row_labels, col_labels, title, masked=None, xlabel="column", ylabel="row",
             value_name="value", masked_name="masked"):
     """A grid of cells coloured by value, with a colour scale. Values that are all >= 0 get a
@@ -342,7 +351,7 @@ def heatmap(matrix, row_labels, col_labels, title, masked=None, xlabel="column",
         for j in range(cols):
             x = left + j * cell
             if is_masked(i, j):
-                cells.append(f'<rect class="masked" x="{x:.0f}" width="{cell}" height="{cell}"/>')
+                cells.append(f'<rect class="masked" x="{x:.0f}" width="{cell}" height="{cell}"/>{hatch(x, 0, cell)}')
             else:
                 cls, op = shade(grid[i][j])
                 cells.append(f'<rect{" class=" + chr(34) + cls + chr(34) if cls else ""} x="{x:.0f}" width="{cell}" height="{cell}" fill-opacity="{op}"/>')
@@ -360,7 +369,7 @@ def heatmap(matrix, row_labels, col_labels, title, masked=None, xlabel="column",
         out.append(f'<line class="key-tick" x1="{x:.1f}" x2="{x:.1f}" y1="{bar_top + 12}" y2="{bar_top + 16}"/>'
                    f'<text class="tick" x="{x:.1f}" y="{bar_top + 16 + FONT_TICK - 1}" text-anchor="middle">{esc(lab)}</text>')
     if masked is not None:
-        out.append(f'<rect class="masked" x="{swatch_x:.1f}" y="{bar_top}" width="12" height="12"/>'
+        out.append(f'<rect class="masked" x="{swatch_x:.1f}" y="{bar_top}" width="12" height="12"/>{hatch(swatch_x, bar_top, 12)}'
                    f'<text class="tick" x="{swatch_x + 18:.1f}" y="{bar_top + 10}">{esc(masked_name)}</text>')
     out.append("</g></svg>")
     return "".join(out)

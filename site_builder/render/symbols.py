@@ -399,3 +399,58 @@ def render_equation(renderer, tex: str, symbols, file, line, display=True):
         return plain
     html = _render_wrapped(wrapped, display)
     return Markup(html) if html is not None else plain
+
+
+# --- One notation across the site -------------------------------------------------------
+# A symbol row says what a letter means on its page; two pages that declare one letter for two
+# things teach a reader two notations. Whether two rows mean one thing is read from what the
+# build can compare without judging prose: rows with a checked shape (in brackets) whose shapes
+# differ beyond the length of a sequence (S, T, M, n and N are all "a length": one array at two
+# lengths is one thing) and beyond one being a row of the other, and whose code names differ (`causal_mask(T)` -> causal_mask) mean two
+# things. Prose meanings are never compared, so a letter reused with the same shape (a boolean
+# and an additive mask, both (T, T)) passes: the check finds many clashes, not all.
+
+LENGTHS = {"S", "T", "M", "n", "N"}
+
+
+def _code_root(code: str) -> str:
+    m = re.match(r"\s*(?:[\w.]*\.)?(\w+)", code)
+    return m.group(1) if m else code.strip()
+
+
+def _shape_key(shape: str) -> tuple:
+    """'(S, d)' -> ('len', 'd'); None for a shape not in brackets (not checked, not compared)."""
+    if not shape.startswith("("):
+        return None
+    axes = [a.strip() for a in shape.strip("() ").split(",") if a.strip()]
+    return tuple("len" if a in LENGTHS else a for a in axes)
+
+
+def _one_array(a: tuple, b: tuple) -> bool:
+    """Shapes one array can have on two pages: equal, or one a row (a suffix) of the other."""
+    short, long = sorted((a, b), key=len)
+    return long[len(long) - len(short):] == short
+
+
+def notation_clashes(pages):
+    """[(symbol, (file, line, meaning), (file, line, meaning))]: the first row of each symbol on
+    a page against the first row on a later page that means something else. `pages` is
+    [(file, [symbol rows])], each row a Located mapping with tex, meaning, code and shape."""
+    first = {}                    # symbol -> [(file, line, meaning, code, shape)], one per page
+    for file, rows in pages:
+        for s in rows:
+            parts = split_top_level(str(s.get("tex", "")))
+            shape = _shape_key(str(s.get("shape", "")))
+            if len(parts) != 1 or shape is None:
+                continue          # a row of several symbols, or an unchecked shape: not compared
+            code = _code_root(str(s.get("shape_of") or s.get("code") or parts[0]))
+            seen = first.setdefault(parts[0].strip(), [])
+            if not any(e[0] == file for e in seen):
+                seen.append((file, s.line_of("tex"), str(s.get("meaning", "")), code, shape))
+    clashes = []
+    for sym, entries in first.items():
+        for i, a in enumerate(entries):
+            other = next((b for b in entries[i + 1:] if a[3] != b[3] and not _one_array(a[4], b[4])), None)
+            if other:
+                clashes.append((sym, a[:3], other[:3]))
+    return clashes

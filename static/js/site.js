@@ -133,9 +133,10 @@
   window.addEventListener("load", scrollables);
   if (document.fonts) document.fonts.addEventListener("loadingdone", scrollables);
 
-  // Long reference parts (the code-and-math connection, Implemented in, Reaches it through)
-  // are collapsed <details>: in the HTML for search and for readers without JavaScript, drawn
-  // only when opened. A link to something inside one opens it, and printing opens them all.
+  // Each section's evidence (the code-and-math connection, the tests that reach it) is one
+  // collapsed <details>: in the HTML for search and for readers without JavaScript, drawn only
+  // when opened. A link to something inside one opens it (also a link to the hash the page is
+  // already at, which fires no hashchange), and printing opens them all.
   function openTarget() {
     const id = decodeURIComponent(location.hash.slice(1));
     const target = id && document.getElementById(id);
@@ -147,6 +148,10 @@
   }
   openTarget();
   window.addEventListener("hashchange", openTarget);
+  document.addEventListener("click", event => {
+    const link = event.target.closest && event.target.closest('a[href^="#"]');
+    if (link && link.getAttribute("href") === location.hash) openTarget();
+  });
   let closedForPrint = [];
   window.addEventListener("beforeprint", () => {
     closedForPrint = [...document.querySelectorAll("details.reference:not([open])")];

@@ -275,7 +275,6 @@ class PageBuilder(PageCache, ExampleSections, ShapeBlocks, SymbolRows, CallSecti
                               github=self.github(main.file, main.start, main.end), start=main.start, end=main.end) if main else None,
             listings=self.extra_listings(page, c),
             connection=rows,
-            implemented=[x for x in rows if x["role"] != "tests"],
             used=self.used(fn, c["id"]),
             flow=self.flow(fn) if c.get("flow") else None,
             diagram=self.diagram(page, c) if c.get("diagram") else None,

@@ -34,7 +34,7 @@ class CallSections:
         for link in self.index.tested_by(fn):       # the page names the direct tests; the others by file
             if link.direct:
                 self.cite_function("tested-by", link.test, concept, tests=fn)
-        called_by = [dict(lines=lines, lines_text=spoken_list(lines), **self.fn_link(caller))
+        called_by = [dict(lines=lines, lines_text=spoken_list(lines), test=self.is_test(caller), **self.fn_link(caller))
                      for caller, lines in grouped.items()]
         calls = [self.fn_link(q) for q in self.index.calls(fn)]
         direct, routes = [], {}
@@ -43,8 +43,18 @@ class CallSections:
                 direct.append(self.fn_link(link.test))
             else:
                 routes.setdefault(tuple(link.path[1:-1]), []).append(self.index.function(link.test).file)
-        return dict(called_by=called_by, calls=calls, tested_direct=direct,
-                    tested_through=[self.test_route(via, files, concept, fn) for via, files in routes.items()])
+        through = [self.test_route(via, files, concept, fn) for via, files in routes.items()]
+        # The page shows the package's callers; the tests' part is folded into the section's
+        # provenance disclosure, and the visible line links to it with the count.
+        return dict(called_by=[c for c in called_by if not c["test"]],
+                    called_by_tests=[c for c in called_by if c["test"]], calls=calls, tested_direct=direct,
+                    tested_through=through, tests=len(direct) + sum(r["tests"] for r in through))
+
+    def is_test(self, qualname):
+        try:
+            return self.index.function(qualname).file.startswith(self.project.tests + "/")
+        except KeyError:
+            return False
 
     def test_route(self, via, test_files, concept=None, fn=None):
         """Tests that reach a function through the same chain of calls, counted per test file:

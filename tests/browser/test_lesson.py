@@ -1,0 +1,131 @@
+"""The lesson first: each concept's evidence (the tests that reach it, the code-and-math
+connection) is one closed disclosure a click away; phones and narrow desktops keep the parts
+that matter on screen."""
+import pytest
+
+CLOSE_ALL = "for (const d of document.querySelectorAll('details')) d.open = false"
+
+# Links to tests a reader sees with every disclosure closed, other than an equation's own
+# "Tests it" link and the prose's: the listings of tests the disclosure holds.
+VISIBLE_TEST_LISTINGS = """() => [...document.querySelectorAll('main section.concept a[href*="source/tests/"]')]
+  .filter(a => a.checkVisibility() && !a.closest('.eq-refs, p, li, .example, .note'))
+  .map(a => a.textContent)"""
+
+
+def concept_pages(site_pages, built_site):
+    return [p for p in site_pages if "/" not in p and 'class="concept"' in (built_site / p).read_text(encoding="utf-8")]
+
+
+def test_no_test_listing_is_visible_with_the_disclosures_closed(page, site_url, site_pages, built_site):
+    """With every disclosure closed, no concept lists its tests: the count links into it."""
+    pages = concept_pages(site_pages, built_site)
+    assert len(pages) >= 10
+    for name in pages:
+        page.goto(site_url + name)
+        page.evaluate(CLOSE_ALL)
+        assert page.evaluate(VISIBLE_TEST_LISTINGS) == [], name
+        counts = page.locator("dl.used a.to-evidence")
+        assert counts.count() >= 1, name
+
+
+def test_the_test_count_opens_the_evidence(page, site_url):
+    page.goto(site_url + "block.html")
+    evidence = page.locator("#ffn-forward--evidence")
+    assert evidence.evaluate("d => d.open") is False
+    assert not page.locator("#ffn-forward--tests").is_visible()
+    page.locator("#ffn-forward--used + dl.used a.to-evidence").click()
+    assert evidence.evaluate("d => d.open") is True
+    assert page.locator("#ffn-forward--tests").is_visible()
+    page.evaluate("document.querySelector('#ffn-forward--evidence').open = false")
+    page.locator("#ffn-forward--used + dl.used a.to-evidence").click()     # the same hash again: no hashchange
+    assert evidence.evaluate("d => d.open") is True
+
+
+def test_a_link_to_an_anchor_inside_opens_it(page, site_url):
+    page.goto(site_url + "block.html#block-forward--connection")
+    assert page.locator("#block-forward--evidence").evaluate("d => d.open") is True
+    assert page.locator("#block-forward--connection").is_visible()
+
+
+def test_printing_opens_the_evidence(page, site_url):
+    page.goto(site_url + "block.html")
+    page.evaluate("window.dispatchEvent(new Event('beforeprint'))")
+    assert page.evaluate("[...document.querySelectorAll('details.provenance')].every(d => d.open)")
+    page.evaluate("window.dispatchEvent(new Event('afterprint'))")
+    assert page.evaluate("[...document.querySelectorAll('details.provenance')].every(d => !d.open)")
+
+
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1280, "height": 900}
+
+
+@pytest.fixture
+def at(browser, site_url):
+    """at(viewport, scheme='light') -> a page of a new context of that size and scheme."""
+    contexts = []
+
+    def open_(viewport, scheme="light"):
+        context = browser.new_context(viewport=viewport, color_scheme=scheme)
+        contexts.append(context)
+        return context.new_page()
+    yield open_
+    for c in contexts:
+        c.close()
+
+
+def test_the_2017_steps_computed_columns_are_on_a_phone(at, site_url):
+    page = at(PHONE)
+    page.goto(site_url + "seq2seq-step.html#seq2seq-step-enc-attention--example")
+    cells = page.locator('#seq2seq-step-enc-attention table.cards td[data-label^="This code"]')
+    assert cells.count() >= 2
+    for i in range(2):
+        cell = cells.nth(i)
+        cell.scroll_into_view_if_needed()
+        box = cell.bounding_box()
+        assert box["width"] > 100 and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], box
+        assert cell.evaluate("td => getComputedStyle(td, '::before').content").startswith('"This code')
+
+
+def test_symbol_tables_keep_their_shape_column_on_a_phone(at, site_url):
+    page = at(PHONE)
+    page.goto(site_url + "block.html#ffn-forward--symbols")
+    for table in page.locator("table.symbols").all()[:3]:
+        shape = table.locator("th").nth(3)
+        shape.scroll_into_view_if_needed()
+        box = shape.bounding_box()
+        assert box["x"] + box["width"] <= PHONE["width"] + 0.5, box
+        assert table.evaluate("t => t.parentElement.scrollWidth <= t.parentElement.clientWidth + 1")
+
+
+def test_heatmap_labels_are_at_least_11px_and_the_title_fits_on_a_phone(at, site_url):
+    page = at(PHONE)
+    page.goto(site_url + "attention.html")
+    scales = page.evaluate("""[...document.querySelectorAll('svg.heatmap')].map(s =>
+        s.getBoundingClientRect().width / s.viewBox.baseVal.width)""")
+    assert scales and min(scales) >= 0.999, scales            # drawn at 11 px labels, never shrunk
+    assert page.evaluate("(() => { const b = document.querySelector('.brand'); return b.scrollWidth <= b.clientWidth"
+                         " && b.getBoundingClientRect().right <= innerWidth; })()")
+
+
+def test_code_listings_get_the_full_column_at_1280(at, site_url):
+    page = at(DESKTOP)
+    page.goto(site_url + "block.html")
+    assert not page.locator("nav.toc").is_visible()
+    main = page.locator("main").evaluate("m => m.clientWidth")
+    width = page.locator('.listing[aria-labelledby="block-forward--code"]').first.evaluate("l => l.getBoundingClientRect().width")
+    assert width >= main - 1 and main >= 900, (width, main)
+    clipped = page.evaluate("""[...document.querySelectorAll('.sidebar a')]
+        .filter(a => a.scrollWidth > a.clientWidth + 1).map(a => a.textContent)""")
+    assert clipped == []
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_masked_heatmap_cells_recede(at, site_url, scheme):
+    """A masked cell is the background, hatched: never brighter (dark) or darker (light) than
+    the faintest weight, which is the background at some opacity of the weight's colour."""
+    page = at(DESKTOP, scheme)
+    page.goto(site_url + "attention.html")
+    fill, bg, hatched = page.evaluate("""(() => { const r = document.querySelector('svg.heatmap .cells rect.masked');
+        return [getComputedStyle(r).fill, getComputedStyle(document.body).backgroundColor,
+                r.nextElementSibling.classList.contains('hatch')]; })()""")
+    assert fill == bg and hatched, (fill, bg)
