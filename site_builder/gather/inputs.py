@@ -376,7 +376,9 @@ class InputState:
         `packages`, and asked whether the paths `looked_at` exist. With `entered`, the
         (file, first line) of the code it ran: the Python files of `code_folders` it did not
         read as text (`text_reads`) are keyed on the functions entered, not on their bytes."""
-        files = sorted(set(files))
+        # a function entered in a file no import was seen to load (imported before the fork by a
+        # module outside the example's closure) is an input all the same
+        files = sorted(set(files) | {rel for rel, _, _ in entered or () if rel.split("/")[0] in code_folders})
         by_functions = self._by_functions(files, entered, set(text_reads), code_folders)
         return Inputs(files=tuple((f, self.file(f)) for f in files if f not in by_functions),
                       dirs=tuple((d, self.listing(d)) for d in sorted(set(dirs))),
