@@ -2,6 +2,7 @@
 
     python benchmarks/build_speed.py                  # 5 runs per case (3 for the cold build)
     python benchmarks/build_speed.py --runs 3 --skip-sphinx
+    python benchmarks/build_speed.py --check-edits --runs 5   # only the three `check` cases below
 
 What it measures. Every case times the whole command, interpreter start included
 (`subprocess.run([sys.executable, "build_site.py", "--out", ...])` between two
@@ -22,6 +23,19 @@ What it measures. Every case times the whole command, interpreter start included
                   training run is cached on the syntax tree of model/*.py, so a comment does
                   not retrain it; the examples are cached on file bytes, so the examples that
                   import ops.py run again. That is expected.
+
+  check cases (`--check-edits`: these alone, after one warm-up `check` that fills the cache)
+                  `build_site.py check` three ways, taking turns run by run:
+                  - no edit: the same check again (the stamp's no-op path);
+                  - one-function model edit: a comment on the last line of
+                    model.ops.smoothed_targets, another each run (a new text of one function,
+                    the same line count; a changed constant would break the pages' snippets
+                    of that line): examples are keyed on the functions their run entered
+                    (site_builder/gather/function_keys.py), so only the examples that reached
+                    smoothed_targets run again. Goal: <= 10 s on a quiet machine.
+                  - module-level model edit: a new constant at the end of model/ops.py: every
+                    example that imports ops.py runs again, which is what any edit of ops.py did
+                    before examples were keyed on functions (today's behaviour, for comparison).
 
   builder overhead
                   a cold build with the caches of the code the site runs already filled: a
@@ -78,6 +92,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SPHINX_DIR = Path("benchmarks") / "sphinx"
 CONTENT_FILE = Path("content") / "pages" / "block.md"
 MODEL_FILE = Path("model") / "ops.py"
+ONE_FUNCTION = "    return q\n"      # the last line of model.ops.smoothed_targets, once in ops.py
+GOAL_ONE_FUNCTION_S = 10.0
 GOAL_NOOP_S = 0.3
 GOAL_CONTENT_S = 0.5
 GOAL_OVERHEAD_RATIO = 1.0
@@ -170,6 +186,36 @@ def edit_content(work: Path, i: int):
 
 def edit_model(work: Path, i: int):
     append_text(work / MODEL_FILE, f"# benchmark comment number {i}\n")
+
+
+def edit_one_function(work: Path, i: int):
+    """A comment on the last line of model.ops.smoothed_targets, another each run: a new text of
+    that one function, the same line count (the pages' snippets still match its lines)."""
+    path = work / MODEL_FILE
+    text = path.read_text(encoding="utf-8")
+    old = next(line for line in (f"    return q  # benchmark edit {i - 1}\n", "    return q\n") if line in text)
+    assert text.count(old) == 1, f"{MODEL_FILE} must hold {ONE_FUNCTION!r} once"
+    path.write_text(text.replace(old, f"    return q  # benchmark edit {i}\n"), encoding="utf-8")
+
+
+def run_check(work: Path, out: Path, cache: Path):
+    """Seconds and summary line of one `build_site.py check` run; exits if the check fails."""
+    seconds, proc = timed([sys.executable, "build_site.py", "check", "--out", str(out), "--cache-dir", str(cache)], work)
+    if proc.returncode != 0:
+        sys.stdout.write(proc.stdout[-4000:])
+        sys.stderr.write(proc.stderr[-4000:])
+        sys.exit(f"the check failed (exit {proc.returncode}): nothing to time")
+    return seconds, last_line(proc.stdout)
+
+
+def check_steps(work: Path, scratch: Path):
+    """The three `check` cases, sharing one output folder and cache."""
+    out, cache = scratch / "site-check", scratch / "cache-check"
+    return {"check, no edit": lambda i: run_check(work, out, cache),
+            "check after a one-function model edit": lambda i: (edit_one_function(work, i), run_check(work, out, cache))[1],
+            "check after a module-level model edit (every example of ops.py, as any edit before)":
+                lambda i: (append_text(work / MODEL_FILE, f"_BENCHMARK_CONSTANT_{i} = {i}\n"),
+                           run_check(work, out, cache))[1]}
 
 
 def measure(steps: dict, runs: int):
@@ -429,11 +475,25 @@ def parse_args(argv=None):
     parser.add_argument("--with-untracked", action="store_true",
                         help="copy untracked files that .gitignore does not exclude too (default: tracked files only)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary copy and print where it is")
+    parser.add_argument("--check-edits", action="store_true",
+                        help="time only `check`: no edit, a one-function model edit, a module-level model edit")
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     args.cold_runs = args.cold_runs or min(3, args.runs)
     return args
+
+
+def check_edits(work: Path, scratch: Path, runs: int):
+    """--check-edits: a warm-up check (it fills the cache), then the three check cases in turns."""
+    seconds, summary = run_check(work, scratch / "site-check", scratch / "cache-check")
+    print(f"  warm-up check (cache filled): {seconds:.2f} s | {summary}", flush=True)
+    results = measure(check_steps(work, scratch), runs)
+    print(f"\nLoad average (1, 5, 15 min) after: {load_average()}\n")
+    print(table(results))
+    one = statistics.median(results["check after a one-function model edit"])
+    print("\nGoals:\n" + goal("check after a one-function model edit", one, GOAL_ONE_FUNCTION_S))
+    return 0
 
 
 def main(argv=None):
@@ -455,6 +515,8 @@ def main(argv=None):
         elif missing_automodules(work):
             print(f"note: benchmarks/sphinx/index.rst has no automodule for "
                   f"model.{', model.'.join(missing_automodules(work))}")
+        if args.check_edits:
+            return check_edits(work, scratch, args.runs)
         site, sphinx, examples_runs = run_all(work, scratch, args.runs, args.cold_runs, with_sphinx)
         print(f"\nLoad average (1, 5, 15 min) after: {load_average()}\n")
         print(table({**site, **(sphinx or {})}))

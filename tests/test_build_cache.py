@@ -52,19 +52,108 @@ def touch(path, line="# an edit\n"):
     path.write_text(path.read_text() + line)
 
 
-def test_editing_a_model_file_reruns_exactly_the_examples_that_import_it(mini, tmp_path):
-    cache = tmp_path / "cache"
-    assert counts(mini, cache) == (3, 0)
-    assert counts(mini, cache) == (0, 0)                # the page is cached: its examples are not read
+def replace(path, old, new):
+    text = path.read_text()
+    assert text.count(old) == 1, f"{path.name}: {old!r}"
+    path.write_text(text.replace(old, new))
+
+
+def _function_span(lines, name):
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"def {name}("))
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith(("def ", "class ", "@"))), len(lines))
+    return start, end
+
+
+def swap_functions(path, first, second):
+    """Exchange two top-level functions (each with the blank lines after it), `first` above `second`."""
+    lines = path.read_text().splitlines(keepends=True)
+    (a, a_end), (b, b_end) = _function_span(lines, first), _function_span(lines, second)
+    assert a_end <= b, f"{first} is not above {second}"
+    path.write_text("".join(lines[:a] + lines[b:b_end] + lines[a_end:b] + lines[a:a_end] + lines[b_end:]))
+
+
+def remove_function(path, name):
+    lines = path.read_text().splitlines(keepends=True)
+    start, end = _function_span(lines, name)
+    path.write_text("".join(lines[:start] + lines[end:]))
+
+
+@pytest.fixture
+def own_model(mini, monkeypatch):
+    """The mini repository's model/ imported in place of the repository's, for this test: the
+    examples' children then run the copy's code (a copy whose modules are imported from another
+    folder keys every file on its bytes)."""
+    import sys
+    held = {name: module for name, module in sys.modules.items() if name == "model" or name.startswith("model.")}
+    for name in held:
+        del sys.modules[name]
+    monkeypatch.syspath_prepend(str(mini))
+    yield mini
+    for name in [n for n in sys.modules if n == "model" or n.startswith("model.")]:
+        del sys.modules[name]
+    sys.modules.update(held)
+
+
+def fresh_counts(root, cache_dir):
+    """counts() with the copy's model/ imported again, as each `build_site.py` run (and serve,
+    site_builder/serve/rebuild.py) imports the code as it is now."""
+    import sys
+    for name in [n for n in sys.modules if n == "model" or n.startswith("model.")]:
+        del sys.modules[name]
+    return counts(root, cache_dir)
+
+
+def test_editing_one_function_reruns_exactly_the_examples_that_entered_it(own_model, tmp_path):
+    """An example is keyed on the text and first line of each function its run entered, and on
+    the module-level code of the files it imports: an edit inside one function reruns only the
+    examples that reached it; a move reruns the examples whose functions' lines changed (their
+    steps cite line numbers), and none other; adding or deleting a function reruns the file's
+    importers (a new name can shadow an old one)."""
+    mini, cache = own_model, tmp_path / "cache"
+    optim, gradcheck = mini / "model" / "optim.py", mini / "model" / "gradcheck.py"
+    touch(optim, "\n\ndef _spare():\n    return 0\n")                   # for the deletion at the end
+    assert fresh_counts(mini, cache) == (3, 0)
+    replace(optim, "min(step ** -0.5,", "min(step ** -0.50,")           # inside noam_lr: sched only
+    assert fresh_counts(mini, cache) == (1, 2)
+    replace(gradcheck, "np.float64)\n    return float(", "np.float64)  # edited\n    return float(")   # rel_error
+    assert fresh_counts(mini, cache) == (2, 1)
+    replace(optim, "warmup_steps:\n", "warmup_steps:  # edited\n")      # warmup_cosine_lr, which nothing calls
+    replace(gradcheck, "h=1e-5):\n", "h=1e-5):  # edited\n")           # numerical_grad, which nothing calls
+    assert fresh_counts(mini, cache) == (0, 3)
+    swap_functions(optim, "decays", "clip_grad_norm")                 # a move that shifts neither entered function
+    assert fresh_counts(mini, cache) == (0, 3)
+    swap_functions(optim, "warmup_cosine_lr", "noam_lr")              # noam_lr moves: its lines are cited
+    assert fresh_counts(mini, cache) == (1, 2)
+    swap_functions(optim, "noam_lr", "warmup_cosine_lr")              # back: a state seen before, page and all
+    assert fresh_counts(mini, cache) == (0, 0)
+    touch(gradcheck, "\n\ndef _added(x):\n    return x\n")              # a new function: every importer
+    assert fresh_counts(mini, cache) == (2, 1)
+    remove_function(optim, "_spare")                                  # a deleted one too
+    assert fresh_counts(mini, cache) == (1, 2)
+    fresh = tmp_path / "fresh"
+    build(mini, fresh, use_cache=False)
+    files = lambda d: {p.relative_to(d).as_posix(): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+    assert files(mini / "site") == files(fresh)
+
+
+def test_editing_a_model_file_reruns_exactly_the_examples_that_import_it(own_model, tmp_path):
+    """The per-function rule (site_builder/gather/function_keys.py) on the parts of a file no
+    function holds: its module-level code reruns every example that imports the file, a file no
+    example imports reruns none, and a comment outside every function reruns nothing."""
+    mini, cache = own_model, tmp_path / "cache"
+    assert fresh_counts(mini, cache) == (3, 0)
+    assert fresh_counts(mini, cache) == (0, 0)                # the page is cached: its examples are not read
     touch(mini / "content" / "pages" / "mini.md", "A sentence.\n")
-    assert counts(mini, cache) == (0, 3)                # the page is gathered again, from cached examples
-    touch(mini / "model" / "optim.py")                 # only sched imports it
-    assert counts(mini, cache) == (1, 2)
-    touch(mini / "model" / "gradcheck.py")             # both grad examples import it
-    assert counts(mini, cache) == (2, 1)
+    assert fresh_counts(mini, cache) == (0, 3)                # the page is gathered again, from cached examples
+    replace(mini / "model" / "optim.py", '"_w")', '"_w", "_b")')      # module level: only sched imports it
+    assert fresh_counts(mini, cache) == (1, 2)
+    replace(mini / "model" / "gradcheck.py", "import numpy as np", "import numpy as np  # an edit")
+    assert fresh_counts(mini, cache) == (0, 3)                # a comment: the syntax tree is the same
+    replace(mini / "model" / "gradcheck.py", "import numpy as np  # an edit", "import numpy as np\nEDITED = 1")
+    assert fresh_counts(mini, cache) == (2, 1)                # module level: both grad examples import it
     touch(mini / "content" / "pages" / "mini.md", "More body.\n")    # content is not an example input
-    touch(mini / "model" / "generate.py")              # no example imports it
-    assert counts(mini, cache) == (0, 3)
+    touch(mini / "model" / "generate.py", "EDITED = 1\n")             # no example imports it
+    assert fresh_counts(mini, cache) == (0, 3)
 
 
 def test_example_dependencies_follow_imports_transitively(mini):

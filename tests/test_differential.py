@@ -21,6 +21,12 @@ The pool (fixture_edits):
   corpus_edit             text with three new characters appended to data/shakespeare.txt
   model_lines_move        three comment lines atop model/ops.py
   model_value_change      ModelConfig.ln_eps 1e-5 -> 1e-3 (every page's numbers, the index)
+  model_function_change   a constant inside one function (sinusoidal_positions: 10000 -> 1000):
+                          examples are keyed on the functions they entered, so only the ones
+                          that reached it rerun (site_builder/gather/function_keys.py)
+  model_function_move     ffn_backward moved to the end of model/transformer.py: the functions
+                          below it move up, the pages cite their new lines, and the examples
+                          whose functions moved rerun
   content_prose           a sentence of the embeddings page reworded
   pdf_pages_move          the site's description made a page longer: the companion PDF's title page
                           prints it, so every equation lands on a later page, and each concept's
@@ -376,6 +382,29 @@ class RemoveFunction(Edit):
         return ""
 
 
+class MoveFunction(Edit):
+    """Move a top-level function (with the blank lines after it) to the end of its file; the
+    revert writes the file back."""
+
+    def __init__(self, name, path, function):
+        self.name, self.files, self.function = name, (path,), function
+        self.saved = None
+
+    def apply(self, p, rng):
+        f = p.root / self.files[0]
+        self.saved = f.read_bytes()
+        text = self.saved.decode("utf-8")
+        m = re.search(rf"^def {self.function}\(.*?(?=^(?:def |class |@)|\Z)", text, re.S | re.M)
+        assert m and m.end() < len(text), f"{self.files[0]} has no function {self.function} above another"
+        rest = text[:m.start()] + text[m.end():]
+        f.write_text(rest.rstrip("\n") + "\n\n\n" + m.group(0).rstrip("\n") + "\n", encoding="utf-8")
+        return ""
+
+    def revert(self, p):
+        (p.root / self.files[0]).write_bytes(self.saved)
+        return ""
+
+
 class DeleteFile(Edit):
     def __init__(self, name, path):
         self.name, self.files = name, (path,)
@@ -548,6 +577,8 @@ def fixture_edits():
         Append("corpus_edit", ["data/shakespeare.txt"], "\nZOUNDS. Æsop's ~fable~, told in ½ a breath.\n"),
         Prepend("model_lines_move", "model/ops.py", "# Three lines that move\n# every line of ops.py\n# down.\n"),
         TextEdit("model_value_change", [("model/config.py", "ln_eps: float = 1e-5", "ln_eps: float = 1e-3")]),
+        TextEdit("model_function_change", [("model/seq2seq.py", "angle = pos / 10000.0 **", "angle = pos / 1000.0 **")]),
+        MoveFunction("model_function_move", "model/transformer.py", "ffn_backward"),
         TextEdit("content_prose", [("content/pages/embeddings.md",
                                     "The model never sees a character.", "The model never reads a single character.")]),
         TextEdit("pdf_pages_move", [("content/site.yaml", SITE_DESCRIPTION, SITE_DESCRIPTION + PDF_PAGE_OF_PROSE)]),
@@ -568,6 +599,8 @@ def repo_edits(larger=False):
     corpus (a model edit reruns every example, 6 s; a corpus edit trains both runs again, and
     the --no-cache build costs 11 s whatever the edit). The larger mode adds those two."""
     costly = [Prepend("model_lines_move", "model/ops.py", "# Three lines that move\n# every line of ops.py\n# down.\n"),
+              TextEdit("model_function_change", [("model/seq2seq.py", "angle = pos / 10000.0 **", "angle = pos / 1000.0 **")]),
+              MoveFunction("model_function_move", "model/transformer.py", "ffn_backward"),
               Append("corpus_edit", ["data/shakespeare.txt"], "\nZOUNDS. Æsop's ~fable~, told in ½ a breath.\n")]
     return (costly if larger else []) + [
         Append("tex_error_two_pages", ["content/pages/block.md", "content/pages/tokens.md"], TEX_TYPO),

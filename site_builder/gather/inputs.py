@@ -16,6 +16,13 @@ the child process that runs it:
   that file's size and time: an upgrade, an uninstall or a shadowing module on the path
   changes it.
 
+* which functions of the project's code it entered (`note_entered`, from the profile hook it
+  runs under) and which of the project's files it read as *text* rather than importing them
+  (an `open` outside the import system, or `linecache`, which `inspect` and tracebacks read
+  through): a file only imported is keyed on the functions entered and its module-level code
+  (site_builder/gather/function_keys.py), a file read as text on its bytes. The tracer's own
+  reads of the lines it traced (`quiet_source`) are of functions entered, and do not count.
+
 The recorded set is stored next to the result. A later build reuses the result only if
 every recorded input still has the digest it had (`Inputs.valid`). Files are hashed, not
 timed: a checkout or a revert changes times, not content. Inputs outside the repository
@@ -24,6 +31,7 @@ must not read them.
 """
 import hashlib
 import importlib.util
+import linecache
 import os
 import sys
 import sysconfig
@@ -31,11 +39,41 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from site_builder.base.cache import digest
+from site_builder.gather import function_keys
 
 # Top-level folders of the repository that are outputs or bookkeeping, never inputs.
 IGNORED_TOP = {".git", ".build_cache", "site", ".pytest_cache", "test-results", "runs"}
 
 _active = []          # the Recorder running in this process, if any (audit hooks cannot be removed)
+_quiet = [0]          # > 0 while the tracer reads the lines of the functions it traced
+
+
+class quiet_source:
+    """While the tracer reads the text of a function the run entered (its statements' spans, a
+    step's line): not a read of the whole file as text, since the function's text and first line
+    are in the key already."""
+
+    def __enter__(self):
+        _quiet[0] += 1
+
+    def __exit__(self, *exc):
+        _quiet[0] -= 1
+        return False
+
+
+def note_entered(first_lines):
+    """In the child: the (code file, first line, qualname) of every code object the run entered, for the
+    Recorder running, if any (a run that never says leaves its files keyed on their bytes)."""
+    if _active:
+        recorder = _active[-1]
+        recorder.entered = set() if recorder.entered is None else recorder.entered
+        by_file = {}
+        for file, line, qualname in first_lines:
+            by_file.setdefault(file, set()).add((line, qualname))
+        for file, lines in by_file.items():        # thousands of code objects, a few hundred files
+            rel = recorder._inside(file) if file.endswith(".py") else None
+            if rel:
+                recorder.entered.update((rel, line, qualname) for line, qualname in lines)
 
 
 def _audit(event, args):
@@ -45,7 +83,7 @@ def _audit(event, args):
     if event == "open":
         path, mode, flags = args
         if isinstance(path, (str, bytes, os.PathLike)) and _is_read(mode, flags):
-            recorder.note_file(os.fsdecode(path))
+            recorder.note_file(os.fsdecode(path), as_text=not _quiet[0] and not _from_import_system())
     elif event in ("os.listdir", "os.scandir"):
         path = args[0] if args else "."
         if isinstance(path, (str, bytes, os.PathLike)) and not _from_import_system():
@@ -78,6 +116,8 @@ class Recorder:
         self.root = os.path.abspath(root)
         self.files, self.dirs, self.stats = set(), set(), set()
         self.missing = set()          # top-level modules an import looked for and did not find
+        self.text_reads = set()       # files read other than by importing them
+        self.entered = None           # (file, first line) of the code objects run, once note_entered says
         self.busy = False
 
     def _inside(self, path: str):
@@ -94,10 +134,12 @@ class Recorder:
                 return "/".join(parts)
         return None
 
-    def note_file(self, path: str):
+    def note_file(self, path: str, as_text=False):
         rel = self._inside(path)
         if rel and os.path.isfile(path):     # not a name tried and missed (linecache tries "<string>")
             self.files.add(rel)
+            if as_text:
+                self.text_reads.add(rel)
 
     def note_dir(self, path: str):
         rel = self._inside(path)
@@ -134,9 +176,19 @@ class Recorder:
             self.note_stat(path)
             return real_lstat(path, *args, **kwargs)
         os.stat, os.lstat = stat, lstat
+        # linecache keeps what it read, maybe before the fork: a read through it is a read of the
+        # file as text whether or not it opens the file now (inspect.getsource, a traceback).
+        self.saved_getlines = real_getlines = linecache.getlines
+
+        def getlines(filename, module_globals=None):
+            if not _quiet[0] and isinstance(filename, str):
+                self.note_file(filename, as_text=True)
+            return real_getlines(filename, module_globals)
+        linecache.getlines = getlines
         return self
 
     def __exit__(self, *exc):
+        linecache.getlines = self.saved_getlines
         os.stat, os.lstat = self.saved
         sys.meta_path.remove(self)
         _active.remove(self)
@@ -242,15 +294,22 @@ class Inputs:
     dirs: tuple
     packages: tuple          # (name, file, size, mtime, ((module file, size, mtime), ...))
     kinds: tuple = ()        # (relative path, "file" / "dir" / "missing") of paths it looked at
+    functions: tuple = ()    # (relative path, def paths, digest): files keyed on the functions entered
 
     def valid(self, state: "InputState") -> bool:
         return (all(state.file(rel) == d for rel, d in self.files)
+                and all(state.functions(rel, paths) == d for rel, paths, d in self.functions)
                 and all(state.listing(rel) == d for rel, d in self.dirs)
                 and all(state.kind(rel) == k for rel, k in self.kinds)
                 and packages_unchanged(self.packages, state))
 
     def key(self) -> str:
-        return digest(self.files, self.dirs, self.packages, self.kinds)
+        return digest(self.files, self.dirs, self.packages, self.kinds, self.functions)
+
+
+def _starts_at(o, path: str, line: int) -> bool:
+    """Whether the def `path` of the Outline starts at `line`."""
+    return line in o.starts and o.spans[o.starts.index(line)][2] == path
 
 
 class InputState:
@@ -260,14 +319,33 @@ class InputState:
     def __init__(self, root: Path):
         self.root = Path(root)
         self.files, self.dirs, self.packages, self.stats = {}, {}, {}, {}
+        self.sources, self.outlines, self.parts = {}, {}, {}
 
     def file(self, rel: str) -> str:
         if rel not in self.files:
             try:
-                self.files[rel] = hashlib.sha256((self.root / rel).read_bytes()).hexdigest()
+                data = (self.root / rel).read_bytes()
             except OSError:
-                self.files[rel] = "missing"
+                data = None
+            self.files[rel] = hashlib.sha256(data).hexdigest() if data is not None else "missing"
+            if rel.endswith(".py"):           # outlined, when asked, from the very bytes hashed
+                self.sources[rel] = data
         return self.files[rel]
+
+    def outline(self, rel: str):
+        """The file's Outline (site_builder/gather/function_keys.py), None if missing or unparsable."""
+        if rel not in self.outlines:
+            self.file(rel)
+            data = self.sources.get(rel)
+            self.outlines[rel] = function_keys.outline_of(data) if data is not None else None
+        return self.outlines[rel]
+
+    def functions(self, rel: str, paths) -> str:
+        """What the file gives the key of a result that entered the defs `paths` of it."""
+        if (rel, paths) not in self.parts:
+            o = self.outline(rel)
+            self.parts[rel, paths] = function_keys.key_part(o, paths) if o is not None else "unparsable"
+        return self.parts[rel, paths]
 
     def listing(self, rel: str) -> str:
         if rel not in self.dirs:
@@ -293,10 +371,37 @@ class InputState:
             self.packages[name] = package_identity(name, str(self.root))
         return self.packages[name]
 
-    def freeze(self, files, dirs, packages, looked_at=()) -> Inputs:
+    def freeze(self, files, dirs, packages, looked_at=(), entered=None, text_reads=(), code_folders=()) -> Inputs:
         """The Inputs of a computation that read `files` and `dirs` (relative), loaded
-        `packages`, and asked whether the paths `looked_at` exist."""
-        return Inputs(files=tuple((f, self.file(f)) for f in sorted(set(files))),
+        `packages`, and asked whether the paths `looked_at` exist. With `entered`, the
+        (file, first line) of the code it ran: the Python files of `code_folders` it did not
+        read as text (`text_reads`) are keyed on the functions entered, not on their bytes."""
+        # a function entered in a file no import was seen to load (imported before the fork by a
+        # module outside the example's closure) is an input all the same
+        files = sorted(set(files) | {rel for rel, _, _ in entered or () if rel.split("/")[0] in code_folders})
+        by_functions = self._by_functions(files, entered, set(text_reads), code_folders)
+        return Inputs(files=tuple((f, self.file(f)) for f in files if f not in by_functions),
                       dirs=tuple((d, self.listing(d)) for d in sorted(set(dirs))),
                       packages=tuple(sorted(set(packages))),
-                      kinds=tuple((p, self.kind(p)) for p in sorted(set(looked_at) - set(files))))
+                      kinds=tuple((p, self.kind(p)) for p in sorted(set(looked_at) - set(files))),
+                      functions=tuple((rel, paths, self.functions(rel, paths)) for rel, paths in by_functions.items()))
+
+    def _by_functions(self, files, entered, text_reads, code_folders) -> dict:
+        """{file: def paths} of the files keyed on their functions (function_keys)."""
+        if entered is None:
+            return {}
+        outlines = {f: self.outline(f) for f in files if f.endswith(".py")
+                    and (f.split("/")[0] in code_folders or f.startswith("content/"))}
+        eligible = {f: o for f, o in outlines.items() if o is not None and f not in text_reads
+                    and f.split("/")[0] in code_folders}
+        # names module-level code of the content's files mentions (the example module, the hooks)
+        others = frozenset().union(*(o.names for f, o in outlines.items() if o is not None and f not in eligible
+                                     and f.startswith("content/")))
+        chosen = function_keys.import_time(eligible, others)
+        lines = {}
+        for rel, line, qualname in entered:
+            o = eligible.get(rel)
+            if o is not None and qualname in o.defs and not _starts_at(o, qualname, line):
+                return {}      # the code that ran is not the file's text now (imported before an edit)
+            lines.setdefault(rel, []).append(line)
+        return {f: tuple(sorted(chosen[f] | function_keys.paths_at(o, lines.get(f, ())))) for f, o in eligible.items()}

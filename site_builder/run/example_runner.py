@@ -21,13 +21,14 @@ to this process, so every later child inherits them instead of reading them agai
 """
 import dataclasses
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from site_builder.base.cache import digest
 from site_builder.run.blame import raising_line
 from site_builder.run.examples import ExampleResult, _imports, _stamp, dependency_files, load_example
-from site_builder.gather.inputs import InputState, Inputs, Recorder
+from site_builder.gather.inputs import InputState, Inputs, Recorder, note_entered
 from site_builder.gather.project import load_project
 from site_builder.gather.playground import split_ref
 from site_builder.base.problems import Problem
@@ -40,7 +41,8 @@ BLOCK_KINDS = {"steps", "matrix", "gradcheck", "table", "svg", "stepper"}
 # The recording code itself: input sets recorded by another version of it are not trusted.
 _BUILDER = Path(__file__).parents[1]
 RECORDING = digest(*[(_BUILDER / n).read_bytes()
-                     for n in ("gather/inputs.py", "base/worker.py", "run/example_runner.py", "run/shape_recorder.py")])
+                     for n in ("gather/inputs.py", "gather/function_keys.py", "base/worker.py", "run/example_runner.py",
+                               "run/shape_recorder.py")])
 INSTALL_HINTS = {"pytest": "the tests' extra: python3 -m pip install -e \".[test]\"",
                  "hypothesis": "the tests' extra: python3 -m pip install -e \".[test]\""}
 
@@ -204,7 +206,19 @@ def _recording(root: Path, store: ExampleStore, fn, module):
         value = fn()
     static = {f.relative_to(root).as_posix() for m in ([module] if isinstance(module, Path) else module)
               for f in static_inputs(root, m)}
-    return value, store.state.freeze(recorder.files | static, recorder.dirs, recorder.packages(), recorder.stats)
+    return value, store.state.freeze(recorder.files | static, recorder.dirs, recorder.packages(), recorder.stats,
+                                     entered=recorder.entered, text_reads=recorder.text_reads,
+                                     code_folders=_code_folders(root))
+
+
+def _code_folders(root) -> tuple:
+    """The project's code folders (the package, its tests): their files may be keyed on the
+    functions a run entered. None for a bare folder of examples."""
+    from site_builder.gather.project import ProjectError
+    try:
+        return load_project(root).code_folders
+    except ProjectError:
+        return ()
 
 
 def static_inputs(root: Path, path: Path) -> list:
@@ -234,9 +248,13 @@ def _prehash(root, requests, state):
     """Hash, before any example runs, the files they are likely to read: a file edited while
     they run then fails its check next time (a rerun) instead of being recorded as read."""
     from site_builder.gather.project import load_project
+    code_folders = _code_folders(root)
     for module in {r.ref.partition(":")[0] for r in requests}:
         for f in static_inputs(root, root / "content" / "examples" / f"{module}.py"):
-            state.file(f.relative_to(root).as_posix())
+            rel = f.relative_to(root).as_posix()
+            state.file(rel)
+            if rel.split("/")[0] in code_folders or rel.startswith("content/"):
+                state.outline(rel)           # parsed once here, not in every child
     for folder in load_project(root).inputs:
         for p in sorted((root / folder).rglob("*")) if (root / folder).is_dir() else []:
             if p.is_file():
@@ -272,8 +290,12 @@ def _run_here(root, ref, record=None):
     the documented package's name, the result carries the shapes each of its functions held
     (site_builder/run/shape_recorder.py); the playground, which only shows the blocks, does without."""
     from site_builder.run.declarative import load_declared
+    from site_builder.run.shape_recorder import record_entered, record_shapes
+    # An example module imported before this child started ran its module-level code unseen.
+    entered = {None} if f"content_examples_{ref.partition(':')[0]}" in sys.modules else set()
     try:
-        fn = load_declared(root, ref) if ref.startswith("declared:") else load_example(root, ref)
+        with record_entered(entered):
+            fn = load_declared(root, ref) if ref.startswith("declared:") else load_example(root, ref)
     except LookupError as e:
         return "failed", str(e), "check the 'run:' value: module:function"
     except ImportError as e:
@@ -281,14 +303,12 @@ def _run_here(root, ref, record=None):
     except BaseException as e:
         return "failed", f"example module of {ref} raised {type(e).__name__}: {e} at {raising_line(e, root)}", \
             "run the example module by hand to debug it"
-    from contextlib import nullcontext
-    from site_builder.run.shape_recorder import record_shapes
     from site_builder.run import training_run
     from site_builder.gather.declared import DeclaredError
     shapes = {}
     training_run.clear_runs_read()
     try:
-        with record_shapes(root, shapes, record) if record else nullcontext():
+        with record_shapes(root, shapes, record, entered) if record else record_entered(entered):
             result = fn(**split_ref(ref)[1])
     except DeclaredError as e:
         return "failed", f"declarative example: {e}", "correct its steps or inputs on the page"
@@ -307,7 +327,22 @@ def _run_here(root, ref, record=None):
         return "failed", f"example {ref} returned {wrong}", "return ExampleResult(blocks, source) from site_builder.run.examples"
     result.shapes = shapes
     result.runs = tuple(sorted(training_run.runs_read()))
+    # A training run ran code this child did not see; a module of the project's code imported
+    # from another folder ran code that is not the files the key reads.
+    if None not in entered and not result.runs and not _ran_from_elsewhere(root, entered):
+        note_entered((code.co_filename, code.co_firstlineno, code.co_qualname) for code in entered)
     return "ok", result
+
+
+def _ran_from_elsewhere(root, codes) -> bool:
+    """Whether code of a module named like a code folder of the project (`pkg.ops`) ran from a
+    file outside `root` (imported from another checkout): not the code the key reads."""
+    folders = set(_code_folders(root))
+    files = {getattr(m, "__file__", None): name for name, m in list(sys.modules.items())
+             if name.partition(".")[0] in folders}
+    bases = {os.path.abspath(root) + os.sep, os.path.realpath(root) + os.sep}
+    return any(code.co_filename in files and not any(code.co_filename.startswith(b) for b in bases)
+               for code in codes)
 
 
 def _wrong_result(result):

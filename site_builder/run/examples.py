@@ -122,7 +122,7 @@ def code_line(trace, name, n=None):
         return last.line, last.code
     step = step_of(trace, name) if n is None else (None if n == 0 else nth_change(trace, name, n))
     if step is None:                      # an argument: point at the def line
-        lines, start = inspect.getsourcelines(resolve_qualname(trace.function))
+        lines, start = _traced_source(trace)
         return start, lines[0].strip()
     return step.line, step.code
 
@@ -190,10 +190,18 @@ def _rows(a):
     return [fmt_array(r) for r in a] if a.ndim == 2 else [fmt_array(a)]
 
 
+def _traced_source(trace):
+    """(lines, first line) of the traced function: a function its example entered, whose text
+    and first line are in the example's key already (site_builder/gather/inputs.py quiet_source)."""
+    from site_builder.gather.inputs import quiet_source
+    with quiet_source():
+        return inspect.getsourcelines(resolve_qualname(trace.function))
+
+
 def _statement(trace, step):
     """The syntax tree of the statement a step ran (all its lines)."""
     import textwrap
-    lines, start = inspect.getsourcelines(resolve_qualname(trace.function))
+    lines, start = _traced_source(trace)
     text = "".join(lines[step.line - start:max(step.end_line, step.line) - start + 1])
     return ast.parse(textwrap.dedent(text)).body[0]
 

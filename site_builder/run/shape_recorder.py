@@ -61,7 +61,25 @@ def _entries(name, value, out, depth=0):
 
 
 @contextmanager
-def record_shapes(root: Path, into: dict, package: str):
+def record_entered(entered: set):
+    """While the block runs (an example module's import), add to `entered` every code object
+    that returns (or raises out of its frame): the functions it ran, for its cache key
+    (site_builder/gather/function_keys.py)."""
+    def hook(frame, event, arg):
+        if event == "return":
+            entered.add(frame.f_code)
+    previous = sys.getprofile()
+    sys.setprofile(hook)
+    try:
+        yield entered
+    finally:
+        if sys.getprofile() is not hook:
+            entered.add(None)
+        sys.setprofile(previous)
+
+
+@contextmanager
+def record_shapes(root: Path, into: dict, package: str, entered: set = None):
     """While the block runs, fill `into` with {qualname: {name: entry}} for the first call of
     every function defined under root/`package`/ to return (entries as in `_entries`, the
     returned value as `return`, a returned tuple as `return[0]`, ...).
@@ -71,7 +89,11 @@ def record_shapes(root: Path, into: dict, package: str):
     Cost, measured on this repository's 203 examples run warm in one process: 9.3 s of CPU
     without it, 13.8 s with it (Python 3.11 runs every frame on its slower tracing path while
     a hook is set; a cold build spends about 35 s of CPU on examples, most of it starting
-    processes). Cached results pay nothing."""
+    processes). Cached results pay nothing.
+
+    `entered`, if given, gets every code object that returned while the block ran (the
+    functions it ran, for its cache key); None in it says a hook other than this one was
+    left set, so the set is not complete."""
     package_dir = os.path.realpath(Path(root) / package) + os.sep
     done: set = set()
 
@@ -110,4 +132,8 @@ def record_shapes(root: Path, into: dict, package: str):
     try:
         yield into
     finally:
+        if entered is not None:
+            entered |= done
+            if sys.getprofile() is not hook:     # the block set a profile hook of its own
+                entered.add(None)
         sys.setprofile(previous)

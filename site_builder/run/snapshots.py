@@ -21,6 +21,8 @@ import linecache
 
 import numpy as np
 
+from site_builder.gather.inputs import quiet_source
+
 __all__ = ["Shape", "statement_spans", "line_text", "copy_value", "shape_value", "copy_return",
            "arrays_equal", "Fingerprint"]
 
@@ -49,10 +51,11 @@ def statement_spans(filename: str, checked: set | None = None) -> dict[int, tupl
     statements (for, if, with, ...) only the header counts, not the body. ``checked``: files
     already re-validated against the disk in this run (``linecache.checkcache`` once per file
     per trace, so an edited file is re-read by the next build in the same process)."""
-    if checked is not None and filename not in checked:
-        checked.add(filename)
-        linecache.checkcache(filename)
-    lines = linecache.getlines(filename)
+    with quiet_source():        # lines of the functions traced, which their examples are keyed on
+        if checked is not None and filename not in checked:
+            checked.add(filename)
+            linecache.checkcache(filename)
+        lines = linecache.getlines(filename)
     cached = _STATEMENT_SPANS.get(filename)
     if cached is not None and cached[0] is lines:
         return cached[1]
@@ -89,7 +92,10 @@ def statement_spans(filename: str, checked: set | None = None) -> dict[int, tupl
 
 
 def line_text(filename: str, line: int) -> str:
-    return linecache.getline(filename, line).strip()
+    """A line of a function that ran (a traced step's, a raising frame's): its text and first
+    line are in its example's key already (site_builder/gather/inputs.py quiet_source)."""
+    with quiet_source():
+        return linecache.getline(filename, line).strip()
 
 
 # ------------------------------------------------------------------------- snapshots
