@@ -56,11 +56,26 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory):
-    """The output folder of one real build of the whole site (strict problems allowed)."""
+    """The output folder of one real build of the whole site (strict problems allowed), read by
+    every test that needs it and written by none. Under pytest-xdist the workers share one
+    build: the first to ask builds it under a lock, in the folder all workers' temporary folders
+    sit in, and the others wait for it (two cold builds side by side on 2 cores would each take
+    twice as long)."""
     from site_builder.build import build
-    out = tmp_path_factory.mktemp("site") / "site"
-    result = build(ROOT, out, strict=False, cache_dir=ROOT / ".build_cache")
-    return out if result else out
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        out = tmp_path_factory.mktemp("site") / "site"
+        build(ROOT, out, strict=False, cache_dir=ROOT / ".build_cache")
+        return out
+    import fcntl
+    shared = tmp_path_factory.getbasetemp().parent / "built_site"
+    shared.mkdir(exist_ok=True)
+    out = shared / "site"
+    with open(shared / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)            # released when the file closes
+        if not (shared / "built").exists():
+            build(ROOT, out, strict=False, cache_dir=ROOT / ".build_cache")
+            (shared / "built").write_text("")
+    return out
 
 
 @pytest.fixture(scope="session")

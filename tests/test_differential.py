@@ -116,9 +116,10 @@ from pathlib import Path
 import pytest
 
 from tests.fixture_project import make_fixture_project, make_repo_copy, seed_build_cache
+from tests.sizes import size
 
 SEED = os.environ.get("DIFFERENTIAL_SEED", "12")
-SEQUENCES = int(os.environ.get("DIFFERENTIAL_SEQUENCES", "10"))     # the suite's size: it must stay under 10 min
+SEQUENCES = size("DIFFERENTIAL_SEQUENCES", 5, 300)     # the suite's size (it must stay under 10 min); TBH_LARGE=1
 LARGER = SEQUENCES > 30          # the nightly size: the repository's sequences run too, longer, with every edit
 REPO_SEQUENCES = int(os.environ.get("DIFFERENTIAL_REPO_SEQUENCES", str(max(1 if SEQUENCES <= 30 else 3, SEQUENCES // 30))))
 # How the repository copy's cache starts: "seeded" (the default) from the repository's own warm

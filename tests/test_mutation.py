@@ -33,9 +33,10 @@ from pathlib import Path
 import pytest
 
 from tests.fixture_project import _site_yaml, make_fixture_project
+from tests.sizes import size
 
 FILES = ("model/transformer.py", "model/attention.py", "model/ops.py")
-LINES = int(os.environ.get("MUTATION_LINES", "30"))     # the suite must stay under 10 min
+LINES = size("MUTATION_LINES", 16, 400)     # the suite's size (it must stay under 10 min); TBH_LARGE=1
 SEED = int(os.environ.get("MUTATION_SEED", "0"))
 PARALLEL = 2
 PAGES = ("embeddings", "loss")
