@@ -12,8 +12,9 @@ the cross-entropy of ops.py, with shapes blocks the probes fill), whose build ca
 by one build and one check first; two copies run side by side. Every model edit reruns every example that
 imports the model, so the pages kept decide the time: about 2.5 s of CPU per check.
 
-    python3 -m pytest tests/test_mutation.py -s                     # 30 lines: about 50 s on 2 cores
-    MUTATION_LINES=400 python3 -m pytest tests/test_mutation.py -s  # more lines (every candidate if fewer)
+    python3 -m pytest tests/test_mutation.py -s                     # 16 lines (30 took about 50 s on 2 cores)
+    TBH_LARGE=1 python3 -m pytest tests/test_mutation.py -s         # 400 lines (every candidate if fewer)
+    MUTATION_LINES=N ...                                            # N lines
     MUTATION_SEED=7 ...                                             # another sample
 
 `-s` prints the figures: lines deleted, runs that passed, runs that failed cleanly (and how
