@@ -54,13 +54,70 @@ def pytest_runtest_makereport(item, call):
     report.longrepr = f"skipped under CI=true, where a skip would hide a failure of the real site: {reason}"
 
 
+SHARED_SITE = "built_site"       # under the folder every xdist worker's temporary folder sits in
+
+
+def build_shared_site(shared: Path) -> Path:
+    """The session's site in shared/site, built once for every process of the run: the first
+    to take the lock builds it, the others wait for it and read it."""
+    import fcntl
+    from site_builder.build import build
+    shared.mkdir(parents=True, exist_ok=True)
+    out = shared / "site"
+    with open(shared / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)            # released when the file closes
+        if not (shared / "built").exists():
+            build(ROOT, out, strict=False, cache_dir=ROOT / ".build_cache")
+            (shared / "built").write_text("")
+    return out
+
+
+def pytest_sessionstart(session):
+    """Under pytest-xdist, running the whole suite, the controller (which runs no test) starts
+    the session's site build at once, in a process of its own: the workers run the tests that
+    need no site meanwhile (tests/browser last, see below), instead of one waiting for the other."""
+    config = session.config
+    if (not getattr(config.option, "numprocesses", None) or os.environ.get("PYTEST_XDIST_WORKER")
+            or config.args_source != pytest.Config.ArgsSource.TESTPATHS):
+        return
+    import subprocess
+    import sys
+    shared = config._tmp_path_factory.getbasetemp() / SHARED_SITE
+    shared.mkdir(parents=True, exist_ok=True)
+    with open(shared / "build.log", "w") as log:
+        config.site_prefetch = subprocess.Popen(
+            [sys.executable, "-c", "import sys; from pathlib import Path; from tests.conftest import build_shared_site; "
+                                   "build_shared_site(Path(sys.argv[1]))", str(shared)],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+
+
+def pytest_sessionfinish(session):
+    prefetch = getattr(session.config, "site_prefetch", None)
+    if prefetch is not None and prefetch.poll() is None:
+        prefetch.terminate()
+        prefetch.wait(30)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist, the browser tests last: each needs the session's site, which is
+    being built while the tests before them run."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: item.nodeid.startswith("tests/browser/"))
+
+
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory):
-    """The output folder of one real build of the whole site (strict problems allowed)."""
+    """The output folder of one real build of the whole site (strict problems allowed), read by
+    every test that needs it and written by none. Under pytest-xdist the workers share one
+    build (build_shared_site, in the folder all their temporary folders sit in; the controller
+    starts it, pytest_sessionstart): two cold builds side by side on 2 cores would each take
+    twice as long."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return build_shared_site(tmp_path_factory.getbasetemp().parent / SHARED_SITE)
     from site_builder.build import build
     out = tmp_path_factory.mktemp("site") / "site"
-    result = build(ROOT, out, strict=False, cache_dir=ROOT / ".build_cache")
-    return out if result else out
+    build(ROOT, out, strict=False, cache_dir=ROOT / ".build_cache")
+    return out
 
 
 @pytest.fixture(scope="session")

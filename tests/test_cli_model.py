@@ -127,7 +127,7 @@ def test_seq2seq_cli_errors_are_one_line(tmp_path, args, message):
     assert not (tmp_path / "run").exists()
 
 
-def wait_for(condition, child, what, timeout=60):
+def wait_for(condition, child, what, timeout=300):
     deadline = time.monotonic() + timeout
     while not condition():
         if child.poll() is not None:

@@ -64,7 +64,8 @@ differ (or the two problem lists), and the command that replays the sequence alo
 
 Modes (environment variables):
 
-  DIFFERENTIAL_SEQUENCES=N       sequences on the fixture (default 10, of 4 to 8 steps). Above
+  DIFFERENTIAL_SEQUENCES=N       sequences on the fixture (default 5, of 4 to 8 steps; 300 under
+                                 TBH_LARGE=1, tests/sizes.py). Above
                                  30 (the nightly size, e.g. 300) the repository's sequences run
                                  too: N // 30 of them (at least 3), of 2 to 4 steps, with a
                                  model edit and a corpus edit added to their pool (about 65 s
@@ -96,7 +97,7 @@ Modes (environment variables):
 Cost: the suite's default is sized to keep the whole suite under 10 minutes on 2 cores. On
 2026-12-01, at load average 1.6-2.3, 12 fixture sequences (76 steps, 78 incremental and 29
 --no-cache builds, 47 memoised) took 177 s, and 2 repository sequences 124 s (a cold build of
-the whole site is about a minute of it); in the whole suite at load 1.5, 10 fixture sequences took 124 s and 2 repository sequences 103 s; the default is 10 and 1. The
+the whole site is about a minute of it); in the whole suite at load 1.5, 10 fixture sequences took 124 s and 2 repository sequences 103 s; the default was 10 and 1 (5 and 1 since the suite runs under pytest-xdist). The
 repository sequence's cold first build was then replaced by a seeded one: back to back at load
 5-7, the repository part took 262 s (141 s of CPU) cold and 185 s (99 s of CPU, the first
 build 9 s of the wall time) seeded, and again at load 5-6, 158 s (128 s) and 118 s (88 s, the
@@ -125,9 +126,10 @@ from pathlib import Path
 import pytest
 
 from tests.fixture_project import make_fixture_project, make_repo_copy, seed_build_cache
+from tests.sizes import size
 
 SEED = os.environ.get("DIFFERENTIAL_SEED", "12")
-SEQUENCES = int(os.environ.get("DIFFERENTIAL_SEQUENCES", "10"))     # the suite's size: it must stay under 10 min
+SEQUENCES = size("DIFFERENTIAL_SEQUENCES", 5, 300)     # the suite's size (it must stay under 10 min); TBH_LARGE=1
 LARGER = SEQUENCES > 30          # the nightly size: the repository's sequences run too, longer, with every edit
 REPO_SEQUENCES = int(os.environ.get("DIFFERENTIAL_REPO_SEQUENCES", str(max(1 if SEQUENCES <= 30 else 3, SEQUENCES // 30))))
 # How the repository copy's cache starts: "seeded" (the default) from the repository's own warm

@@ -12,6 +12,7 @@ from site_builder.build import build
 from site_builder.base.problems import BuildFailed
 from tests.conftest import mini_repo
 from tests.test_build_errors import SITE, PAGE
+from tests.timing import wait_for, within
 
 BAD = """import os
 import sys
@@ -55,6 +56,11 @@ def huge():
 def cli_main():
     from model.train import main
     main(["--steps", "0", "--out", "/nonexistent/dir"])
+
+
+def spins_marked():
+    open(os.path.join(os.environ["EXAMPLE_MARKS"], str(os.getpid())), "w").close()   # says it runs, by pid
+    spins()
 """
 
 
@@ -92,18 +98,10 @@ def test_a_stuck_example_is_stopped_at_its_time_limit_naming_the_line(tmp_path):
     root = mini_repo(tmp_path, SITE, page("bad:spins", "bad:good", timeout=1), {"bad": BAD})
     start = time.monotonic()
     lines = problems_of(root, tmp_path, jobs=1)
-    assert time.monotonic() - start < 30
+    assert time.monotonic() - start < within(30)
     assert len(lines) == 1
     assert "example bad:spins was stopped after 1 s while executing content/examples/bad.py:12" in lines[0]
     assert "timeout: SECONDS" in lines[0]
-
-
-def children(pid):
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(c) for c in f.read().split()]
-    except OSError:
-        return []
 
 
 def alive(pid):
@@ -116,20 +114,22 @@ def alive(pid):
 
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_no_example_process_outlives_its_build(tmp_path, how):
-    root = mini_repo(tmp_path, SITE, page("bad:spins", timeout=600), {"bad": BAD})
+    root = mini_repo(tmp_path, SITE, page("bad:spins_marked", timeout=600), {"bad": BAD})
+    marks = tmp_path / "marks"
+    marks.mkdir()
     build_proc = subprocess.Popen([sys.executable, "build_site.py", "--cache-dir", str(tmp_path / "cache")],
-                                  cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline, workers = time.monotonic() + 120, []
-    while time.monotonic() < deadline and not workers:
-        workers = children(build_proc.pid)
-        time.sleep(0.05)
-    assert workers, "the build started no example process"
+                                  cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env={**os.environ, "EXAMPLE_MARKS": str(marks)})
+    def running_or_ended():
+        if build_proc.poll() is not None:
+            pytest.fail(f"the build ended ({build_proc.returncode}) first: {build_proc.stderr.read()}", pytrace=False)
+        return list(marks.iterdir())
+    marked = wait_for(running_or_ended, 300, "the example running in a worker")
+    workers = [int(p.name) for p in marked]
     build_proc.send_signal(how)
-    build_proc.wait(timeout=10)
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and any(alive(w) for w in workers):
-        time.sleep(0.05)
-    assert not any(alive(w) for w in workers), f"example processes {workers} outlived the build"
+    build_proc.wait(timeout=within(10))
+    wait_for(lambda: not any(alive(w) for w in workers), within(5),
+             f"example processes {workers} gone with the build")
     if how != signal.SIGKILL:
         assert build_proc.returncode == 128 + how
         assert len(build_proc.stderr.read().strip().splitlines()) == 1

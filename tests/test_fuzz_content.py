@@ -11,6 +11,7 @@ from site_builder.gather.content import load_content
 from site_builder.render.pages.builder import PageBuilder
 from site_builder.render.html import Renderer
 from tests.conftest import ROOT
+from tests.sizes import size
 
 PROBLEM = re.compile(r"^content/[\w./-]+:\d+: \S.*$")
 FILES = ["content/pages/block.md", "content/site.yaml"]
@@ -65,7 +66,10 @@ def shared(tmp_path_factory):
                 site=dict(repo_url="https://example.invalid", branch="main", commit=None, uncommitted=frozenset(), config=cfg))
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+EXAMPLES = size("FUZZ_EXAMPLES", 60, 1000)     # hypothesis draws; TBH_LARGE=1 for the larger size
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(mutations=st.lists(mutation, min_size=1, max_size=3))
 def test_mutated_content_loads_or_reports_one_line_problems(shared, mutations):
     root = shared["root"]

@@ -6,8 +6,9 @@ output folder) and publishes nothing half-written.
 
 Ctrl-C is sent as a terminal sends it, to the whole process group (each command runs in a
 session of its own), so workers that react to it badly would show. Every wait is for an
-observable state (a line printed, a file written by an example, a child process existing);
-the only fixed number is the 2 s deadline itself.
+observable state (a line printed, a file written by an example, a child process existing),
+never a sleep or a count of processes at one instant (tests/timing.py); the only fixed number
+is the 2 s deadline itself, stretched by the machine's load.
 """
 import os
 import signal
@@ -22,8 +23,10 @@ import pytest
 from site_builder.serve.stopping import abandon_output, site_clause
 from tests.conftest import ROOT, mini_repo
 from tests.test_build_errors import SITE, PAGE
+from tests.timing import wait_for, within
 
-DEADLINE = 2.0           # the requirement: Ctrl-C to exit, and to the last worker gone
+DEADLINE = 2.0           # the requirement: Ctrl-C to exit, and to the last worker gone (quiet machine;
+                         # asserted as within(DEADLINE), stretched by the load: tests/timing.py)
 FAST = """from site_builder.run.examples import ExampleResult, table
 
 
@@ -90,19 +93,6 @@ def naming(text) -> list:
     return found
 
 
-def wait_for(condition, timeout, what, proc=None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        if proc is not None and proc.proc.poll() is not None:
-            pytest.fail(f"the command ended (status {proc.proc.returncode}) before {what}: {proc.text()!r}",
-                        pytrace=False)
-        time.sleep(0.02)
-    pytest.fail(f"not within {timeout} s: {what}; output so far: {proc.text() if proc else ''!r}", pytrace=False)
-
-
 class Command:
     """`python3 build_site.py ...` in a session of its own; output (stdout and stderr) read by a thread."""
 
@@ -125,10 +115,11 @@ class Command:
         was under it then)."""
         before = tree(self.proc.pid)
         printed = len(self.lines)
+        deadline = within(DEADLINE)
         t0 = time.monotonic()
         (os.killpg if group else os.kill)(self.proc.pid, sig)
         try:
-            status = self.proc.wait(DEADLINE)
+            status = self.proc.wait(deadline)
         except subprocess.TimeoutExpired:
             status = None
         took = time.monotonic() - t0
@@ -136,12 +127,12 @@ class Command:
             self.proc.kill()
             self.proc.wait()
         self.reader.join(5)
-        gone = time.monotonic() + max(0.0, DEADLINE - (time.monotonic() - t0))
+        gone = t0 + deadline
         while time.monotonic() < gone and ([p for p in before if running(p)] or naming(self.tag)):
             time.sleep(0.01)
         left = sorted(set(p for p in before if running(p)) | set(naming(self.tag)))
-        assert status is not None, f"still running {DEADLINE} s after {sig.name}: {self.text()!r}"
-        assert not left, f"still running {DEADLINE} s after {sig.name}: {left}"
+        assert status is not None, f"still running {deadline:.1f} s after {sig.name}: {self.text()!r}"
+        assert not left, f"still running {deadline:.1f} s after {sig.name}: {left}"
         return status, took, self.lines[printed:], before
 
     def stop(self):
@@ -228,7 +219,7 @@ def test_stopping_serve_during_a_rebuild_after_an_edit(mini, command, sig, group
     wait_for(lambda: any(line.startswith("serving ") for line in cmd.lines), 120, "serving", cmd)
     page = (out / "mini.html").read_bytes()
     (root / "content" / "examples" / "mini.py").write_text(SLOW)
-    started = wait_for(lambda: list(marks.iterdir()), 60, "the edited example running in a worker", cmd)
+    started = wait_for(lambda: list(marks.iterdir()), 120, "the edited example running in a worker", cmd)
     worker = int(started[0].name)
     assert running(worker) and worker in tree(cmd.proc.pid)
     status, took, lines, before = cmd.interrupt(sig, group)
@@ -247,13 +238,14 @@ def test_serve_killed_outright_leaves_no_process(mini, command):
                   env={"INTERRUPT_MARKS": str(marks)})
     wait_for(lambda: any(line.startswith("serving ") for line in cmd.lines), 120, "serving", cmd)
     (root / "content" / "examples" / "mini.py").write_text(SLOW)
-    worker = int(wait_for(lambda: list(marks.iterdir()), 60, "the edited example running in a worker", cmd)[0].name)
+    worker = int(wait_for(lambda: list(marks.iterdir()), 120, "the edited example running in a worker", cmd)[0].name)
     under = tree(cmd.proc.pid)
     assert worker in under
+    deadline = within(DEADLINE)
     t0 = time.monotonic()
     os.kill(cmd.proc.pid, signal.SIGKILL)
-    cmd.proc.wait(DEADLINE)
-    while time.monotonic() - t0 < DEADLINE and ([p for p in under if running(p)] or naming(str(out))):
+    cmd.proc.wait(deadline)
+    while time.monotonic() - t0 < deadline and ([p for p in under if running(p)] or naming(str(out))):
         time.sleep(0.01)
     assert not [p for p in under if running(p)] and not naming(str(out))
     print(f"serve, SIGKILL: every process under it gone {time.monotonic() - t0:.3f} s after")
@@ -265,12 +257,12 @@ def test_a_builder_that_dies_is_one_failure_line_and_the_next_edit_builds(mini, 
                   env={"INTERRUPT_MARKS": str(marks)})
     wait_for(lambda: any(line.startswith("serving ") for line in cmd.lines), 120, "serving", cmd)
     (root / "content" / "examples" / "mini.py").write_text(SLOW)
-    wait_for(lambda: list(marks.iterdir()), 60, "the edited example running in a worker", cmd)
+    wait_for(lambda: list(marks.iterdir()), 120, "the edited example running in a worker", cmd)
     builder = [p for p in tree(cmd.proc.pid) if (_stat(p) or (0, 0))[1] == cmd.proc.pid]
     assert len(builder) == 1
     printed = len(cmd.lines)
     os.kill(builder[0], signal.SIGKILL)                  # as the out-of-memory killer would
-    failed = wait_for(lambda: [line for line in cmd.lines[printed:] if "build failed" in line], 30,
+    failed = wait_for(lambda: [line for line in cmd.lines[printed:] if "build failed" in line], 120,
                       "the failed build's line", cmd)
     # its problem line, as `build` prints problems, then the failed build's line
     problem, summary = cmd.lines[printed:]
@@ -288,7 +280,7 @@ def test_ctrl_c_while_serve_is_idle(mini, command):
     root, out, marks = mini
     cmd = command(root, ["serve", "--port", "0", "--out", str(out)], tag=str(out))
     wait_for(lambda: any(line.startswith("serving ") for line in cmd.lines), 120, "serving", cmd)
-    builder = wait_for(lambda: tree(cmd.proc.pid), 10, "the builder process", cmd)
+    builder = wait_for(lambda: tree(cmd.proc.pid), 60, "the builder process", cmd)
     status, took, lines, before = cmd.interrupt()
     assert status == 130 and set(builder) <= set(before)
     assert one_line(lines, "stopped").strip() == "stopped"

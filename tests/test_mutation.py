@@ -12,8 +12,9 @@ the cross-entropy of ops.py, with shapes blocks the probes fill), whose build ca
 by one build and one check first; two copies run side by side. Every model edit reruns every example that
 imports the model, so the pages kept decide the time: about 2.5 s of CPU per check.
 
-    python3 -m pytest tests/test_mutation.py -s                     # 30 lines: about 50 s on 2 cores
-    MUTATION_LINES=400 python3 -m pytest tests/test_mutation.py -s  # more lines (every candidate if fewer)
+    python3 -m pytest tests/test_mutation.py -s                     # 16 lines (30 took about 50 s on 2 cores)
+    TBH_LARGE=1 python3 -m pytest tests/test_mutation.py -s         # 400 lines (every candidate if fewer)
+    MUTATION_LINES=N ...                                            # N lines
     MUTATION_SEED=7 ...                                             # another sample
 
 `-s` prints the figures: lines deleted, runs that passed, runs that failed cleanly (and how
@@ -33,9 +34,10 @@ from pathlib import Path
 import pytest
 
 from tests.fixture_project import _site_yaml, make_fixture_project
+from tests.sizes import size
 
 FILES = ("model/transformer.py", "model/attention.py", "model/ops.py")
-LINES = int(os.environ.get("MUTATION_LINES", "30"))     # the suite must stay under 10 min
+LINES = size("MUTATION_LINES", 16, 400)     # the suite's size (it must stay under 10 min); TBH_LARGE=1
 SEED = int(os.environ.get("MUTATION_SEED", "0"))
 PARALLEL = 2
 PAGES = ("embeddings", "loss")

@@ -15,6 +15,7 @@ from site_builder.serve.builder import BuilderProcess, RemoteBuildFailed
 from tests.conftest import mini_repo
 from tests.test_build_errors import PAGE, SITE
 from tests.test_interrupt import FAST, running
+from tests.timing import within
 
 
 @pytest.fixture
@@ -62,7 +63,7 @@ def stop(pid):
 def test_a_stopped_builder_is_killed_and_the_build_runs_in_a_fresh_one(builder):
     first = builder.proc.pid
     stop(first)
-    built = build_within(builder, 10 * worker.STOPPED_SECONDS + 15)      # a fresh builder's build
+    built = build_within(builder, within(10 * worker.STOPPED_SECONDS + 15))      # a fresh builder's build
     assert built.summary().startswith("built"), built.summary()
     assert not running(first) and builder.proc.pid != first
     [line] = builder.logs
@@ -82,7 +83,7 @@ def test_a_builder_stopped_twice_fails_the_build_in_one_line(builder):
     stopper.start()
     try:
         with pytest.raises(RemoteBuildFailed) as failed:
-            build_within(builder, 20 * worker.STOPPED_SECONDS + 15)
+            build_within(builder, within(20 * worker.STOPPED_SECONDS + 15))
     finally:
         done.set()
         stopper.join()

@@ -290,7 +290,13 @@ class Rebuilder:
                 if self._stopping or STOPPING.is_set():
                     return
                 changed, self._pending, self._changed = sorted(self._changed), False, set()
+                self.running = True          # not idle from here (run_once says so again)
             self.run_once(self._describe(changed))
+
+    def idle(self) -> bool:
+        """No build running and none asked for (a test waits for this rather than sleeping)."""
+        with self._cond:
+            return not self._pending and not self.running
 
     def _names(self, changed):
         """'content/x.md' or 'content/x.md and 2 more', paths shown relative to the root."""

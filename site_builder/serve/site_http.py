@@ -93,6 +93,7 @@ class SiteState:
         self.problems = []           # problem lines of the last build, if it failed
         self._errors_version = 0     # incremented when the problem list changes
         self._closed = False
+        self.polls = 0               # long-polls held now (a test waits for one, not a sleep)
 
     def _token(self):
         return f"{self._instance}-{self.generation}-{self._errors_version}"
@@ -121,11 +122,15 @@ class SiteState:
         """Block until the token differs from `since` (or timeout, or close), then snapshot."""
         deadline = time.monotonic() + timeout
         with self._cond:
-            while self._token() == since and not self._closed:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self._cond.wait(left)
+            self.polls += 1
+            try:
+                while self._token() == since and not self._closed:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._cond.wait(left)
+            finally:
+                self.polls -= 1
         return self.snapshot()
 
     @property
@@ -284,7 +289,30 @@ class SiteServer(ThreadingHTTPServer):
         self.poll_seconds = poll_seconds
         self.site_missing = None     # called when a request finds no output folder (serve: a rebuild)
         self._thread = None
+        # Connections accepted, and those being handled now: what a test waits for, not a sleep.
+        self.accepted = self.answering = 0
+        self._counting = threading.Lock()
         super().__init__((host, port), SiteHandler)
+
+    def process_request(self, request, client_address):
+        with self._counting:
+            self.accepted += 1
+            self.answering += 1
+        try:
+            super().process_request(request, client_address)     # starts the connection's thread
+        except BaseException:
+            self._answered()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._answered()
+
+    def _answered(self):
+        with self._counting:
+            self.answering -= 1
 
     def server_bind(self):
         # HTTPServer.server_bind calls socket.getfqdn(), a reverse DNS lookup that can take seconds.
