@@ -223,3 +223,25 @@ def quick_settle(monkeypatch):
     that walks a small heap, in the test process it walks every earlier test's objects (6-8 s a
     build late in the suite, against 0.4 s alone). Tests of the rebuild logic skip it."""
     monkeypatch.setattr("site_builder.serve.rebuild.settle_memory", lambda: None)
+
+
+def _content_modules() -> dict:
+    import sys
+    return {k: v for k, v in sys.modules.items()
+            if k == "content" or k.startswith(("content.", "content_examples_"))}
+
+
+@pytest.fixture(autouse=True)
+def restore_content_modules():
+    """A test that builds another project in this process imports its `content.hooks` and
+    examples under the repository's names; put the repository's back after it, so a later
+    test (in any order, or another xdist split) never reads the other project's hooks."""
+    import sys
+    before = _content_modules()
+    yield
+    for name, module in _content_modules().items():
+        if before.get(name) is not module:
+            if name in before:
+                sys.modules[name] = before[name]
+            else:
+                del sys.modules[name]
