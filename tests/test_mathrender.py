@@ -167,7 +167,8 @@ def test_a_negative_space_takes_the_operator_space_away():
 @pytest.mark.parametrize("tex, drawn", [
     (r"a \overset{!}{=} b", '<mrow><mover><mrow><mo>=</mo></mrow>'),           # no <mo> holding elements
     (r"\left| \frac{a}{b} \right|", '<mo fence="true" stretchy="true" symmetric="true">\u2223</mo>'),
-    (r"\underline{xy}", '<mo stretchy="true">\u0332</mo></munder>')])
+    (r"\underline{xy}", '<mo stretchy="true">\u0332</mo></munder>'),
+    (r"\bar{M}", '<mo>\u00af</mo></mover>')])                                      # the font's macron
 def test_what_mathml_core_draws_otherwise_is_rewritten(tex, drawn):
     html = render_tex(tex, display=False)
     assert drawn in html and not re.search(r"<mo(?: [^>]*)?><m", html)

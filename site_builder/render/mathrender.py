@@ -262,7 +262,10 @@ def styled_letters(html: str) -> str:
 # Each was seen wrong in Chromium (an \\underline under the middle third of "xyz", \\left| at
 # text size beside a fraction, \\overset{!}{=} as "=!") and is drawn right after the change, which
 # tests/browser/test_math_drawing.py measures.
-CORE_REPAIRS = (('<mo stretchy="true">\u203e</mo></munder>', '<mo stretchy="true">\u0332</mo></munder>'),)  # \\underline
+CORE_REPAIRS = (('<mo stretchy="true">\u203e</mo></munder>', '<mo stretchy="true">\u0332</mo></munder>'),  # \\underline
+                # \\bar: KaTeX's accent is the modifier letter macron, which the math font lacks
+                # (a fallback font drew it); the font's own macron is the same accent
+                ('<mo>\u02c9</mo></mover>', '<mo>\u00af</mo></mover>'))
 FENCE_BAR = re.compile('<mo fence="true">([|\u2223\u2225\u2016])</mo>')           # \\left| ... \\right\\|
 # An <mo> holding elements (\\overset{!}{=}, \\stackrel, \\mathop{x}\\limits): no MathML Core operator
 WRAPPING_OPERATOR = re.compile(r'<mo((?: [a-z]+="[^"]*")*)>(?=<m)')
