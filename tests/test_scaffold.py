@@ -173,6 +173,17 @@ def test_nav_takes_the_new_page_in_either_form():
     nav = yaml.safe_load(real)["nav"]
     assert yaml.safe_load(_nav_with(real, "n", nav[1], "x"))["nav"] == nav[:2] + ["n"] + nav[2:]
     assert yaml.safe_load(_nav_with(real, "n", None, "x"))["nav"] == nav + ["n"]
+    for form in ("title: t\nnav: [a, b]\n", "title: t\nnav:\n  - a\n"):         # a slug YAML reads as a number
+        assert yaml.safe_load(_nav_with(form, "2024", "a", "x"))["nav"][1] == "2024"
+
+
+@pytest.mark.parametrize("slug, says", [("404", "the not-found page is 404.html"), ("Index", "overview page"),
+                                        ("Über", "lowercase ASCII"), ("._x", "lowercase ASCII")])
+def test_new_page_holds_slugs_to_the_rule_check_does(tmp_path, slug, says):
+    root = mini_repo(tmp_path, SITE, EMPTY_PAGE, {})
+    with pytest.raises(ScaffoldError, match=says) as e:
+        new_page(root, slug, "T")
+    assert "nothing was written" in str(e.value) and not (root / "content" / "pages" / f"{slug}.md").exists()
 
 
 

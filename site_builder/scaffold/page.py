@@ -27,18 +27,20 @@ import yaml
 
 from site_builder import COMMAND
 from site_builder.gather.project import ProjectError, load_project
+from site_builder.gather.content import portable_slug, unusable_slug
 from site_builder.scaffold.concept import TODO, ScaffoldError, _q
 
-SLUG = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 
 
 
 def _nav_with(text: str, slug: str, after: str | None, file: str) -> str:
-    """site.yaml's text with `slug` in `nav`, after `after` (else last)."""
+    """site.yaml's text with `slug` in `nav`, after `after` (else last); quoted where YAML
+    would read it as something else (`2024` is a number)."""
+    entry = slug if isinstance(yaml.safe_load(slug), str) else f"'{slug}'"
     flow = re.search(r"^nav:[ \t]*\[([^\]\n]*)\]", text, re.M)
     if flow:
         items = [x.strip() for x in flow.group(1).split(",") if x.strip()]
-        items.insert(items.index(after) + 1 if after else len(items), slug)
+        items.insert(items.index(after) + 1 if after else len(items), entry)
         return text[:flow.start(1)] + ", ".join(items) + text[flow.end(1):]
     lines = text.split("\n")
     start = next((i for i, line in enumerate(lines) if re.match(r"nav:\s*(#.*)?$", line)), None)
@@ -53,19 +55,17 @@ def _nav_with(text: str, slug: str, after: str | None, file: str) -> str:
             break
         block.append(i)
     if not block:
-        return "\n".join(lines[:start] + [lines[start].rstrip() + f" [{slug}]"] + lines[start + 1:])
+        return "\n".join(lines[:start] + [lines[start].rstrip() + f" [{entry}]"] + lines[start + 1:])
     indent = re.match(r"(\s*)- ", lines[block[0]]).group(1)
     at = next(i for i in block if lines[i].split("-", 1)[1].split("#")[0].strip() == after) if after else block[-1]
-    return "\n".join(lines[:at + 1] + [f"{indent}- {slug}"] + lines[at + 1:])
+    return "\n".join(lines[:at + 1] + [f"{indent}- {entry}"] + lines[at + 1:])
 
 
 def new_page(root: Path, slug: str, title: str, after: str | None = None) -> list:
     """Write the page, its nav entry and its test skeleton; returns the lines to print."""
-    if not SLUG.fullmatch(slug or ""):
-        raise ScaffoldError(f"'{slug}' is not a page slug: use lower-case letters, digits and hyphens "
-                            "(it becomes SLUG.html and the anchor prefix); nothing was written")
-    if slug == "index":
-        raise ScaffoldError("a page may not be named 'index' (the overview page is index.html); nothing was written")
+    wrong = unusable_slug(slug or "")          # the rule `check` holds page file names to
+    if wrong:
+        raise ScaffoldError(f"{wrong}; e.g. {portable_slug(slug or '')}; nothing was written")
     if not (title or "").strip():
         raise ScaffoldError(f"new-page needs a title, e.g. {COMMAND} new-page {slug} --title 'Dropout'; "
                             "nothing was written")
@@ -81,7 +81,7 @@ def new_page(root: Path, slug: str, title: str, after: str | None = None) -> lis
         raise ScaffoldError(f"project.page_test names {project.page_test}, which is not a file (content/site.yaml); "
                             "nothing was written")
     site_text = site_file.read_text(encoding="utf-8")
-    nav = (yaml.safe_load(site_text) or {}).get("nav") or []
+    nav = [str(x) for x in (yaml.safe_load(site_text) or {}).get("nav") or []]
     for taken, what in ((page_file.exists(), f"content/pages/{slug}.md exists already"),
                         (slug in nav, f"'{slug}' is in content/site.yaml's nav already"),
                         (test_file.exists(), f"{test_file.relative_to(root).as_posix()} exists already")):
@@ -94,7 +94,7 @@ def new_page(root: Path, slug: str, title: str, after: str | None = None) -> lis
     new_site = _nav_with(site_text, slug, after, "content/site.yaml")
     try:
         parsed = yaml.safe_load(new_site)
-        assert slug in parsed["nav"]
+        assert slug in map(str, parsed["nav"])
     except (yaml.YAMLError, AssertionError, KeyError, TypeError) as e:
         raise ScaffoldError(f"new-page would have written a content/site.yaml that does not parse or lacks the page "
                             f"({e}): that is new-page's own bug, not your file's; nothing was written") from None
