@@ -19,7 +19,7 @@ from site_builder.run.trace import trace_locals
 ROOT = Path(__file__).resolve().parent.parent
 CONCEPTS = ["generation-loop", "generation-sample"]
 HEADINGS = ["What is it?", "Mathematics", "Tensor shapes", "Actual implementation",
-            "Code and math connection", "Where is it used?"]
+            "Where is it used?"]
 CFG = ModelConfig(vocab_size=12, seq_len=5, emb_dim=8, num_heads=2, ff_dim=16, num_layers=1)
 PARAMS = init_params(CFG, np.random.default_rng(0))
 
@@ -57,6 +57,7 @@ def test_generation_page_has_its_sections(site_page):
         section = section[:section.index("</section>")]
         for heading in HEADINGS:
             assert f">{heading}</h3>" in section, (cid, heading)
+        assert f'id="{cid}--connection">Code and math connection' in section, cid      # in its evidence disclosure
 
 
 # ----------------------------------------------------------------------------- examples

@@ -21,7 +21,7 @@ from site_builder.run import training_run
 ROOT = Path(__file__).resolve().parent.parent
 CONCEPTS = ["training-step", "training-loop", "training-eval", "training-resume"]
 HEADINGS = ["What is it?", "Mathematics", "Tensor shapes", "Actual implementation",
-            "Code and math connection", "Where is it used?"]
+            "Where is it used?"]
 CFG = ModelConfig(vocab_size=11, seq_len=6, emb_dim=8, num_heads=2, ff_dim=16, num_layers=1)
 TCFG = TrainConfig(steps=10, batch_size=3, warmup_steps=2, eval_batches=3)
 
@@ -58,6 +58,7 @@ def test_training_page_has_its_sections(site_page):
         section = section[:section.index("</section>")]
         for heading in HEADINGS:
             assert f">{heading}</h3>" in section, (cid, heading)
+        assert f'id="{cid}--connection">Code and math connection' in section, cid      # in its evidence disclosure
     assert 'id="training-cli"' in html
 
 

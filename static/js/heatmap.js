@@ -78,6 +78,14 @@
     return room > 0 ? Math.max(1, Math.ceil((widest + 4) / room)) : 1;
   };
 
+  // plots.hatch: three diagonal strokes across a masked cell, so it recedes in both themes.
+  function hatch(x, y, size) {
+    const h = size / 2;
+    return `<path class="hatch" d="M${fixed(x, 1)} ${fixed(y + size, 1)}L${fixed(x + size, 1)} ${fixed(y, 1)}` +
+      `M${fixed(x, 1)} ${fixed(y + h, 1)}L${fixed(x + h, 1)} ${fixed(y, 1)}` +
+      `M${fixed(x + h, 1)} ${fixed(y + size, 1)}L${fixed(x + size, 1)} ${fixed(y + h, 1)}"/>`;
+  }
+
   // grid: rows of numbers; masked: rows of booleans or null. Returns the SVG text.
   function heatmap(grid, rowLabels, colLabels, title, masked = null, xlabel = "column", ylabel = "row",
     valueName = "value", maskedName = "masked") {
@@ -144,7 +152,7 @@
       for (let j = 0; j < cols; j++) {
         const x = left + j * cell;
         values.push(isMasked(i, j) ? "m" : fmt(grid[i][j]));
-        if (isMasked(i, j)) cells.push(`<rect class="masked" x="${fixed(x, 0)}" width="${cell}" height="${cell}"/>`);
+        if (isMasked(i, j)) cells.push(`<rect class="masked" x="${fixed(x, 0)}" width="${cell}" height="${cell}"/>` + hatch(x, 0, cell));
         else {
           const [cls, op] = shade(grid[i][j]);
           cells.push(`<rect${cls ? ` class="${cls}"` : ""} x="${fixed(x, 0)}" width="${cell}" height="${cell}" fill-opacity="${op}"/>`);
@@ -167,7 +175,7 @@
     });
     if (masked !== null) {
       out.push(`<rect class="masked" x="${fixed(swatchX, 1)}" y="${barTop}" width="12" height="12"/>` +
-        `<text class="tick" x="${fixed(swatchX + 18, 1)}" y="${barTop + 10}">${esc(maskedName)}</text>`);
+        hatch(swatchX, barTop, 12) + `<text class="tick" x="${fixed(swatchX + 18, 1)}" y="${barTop + 10}">${esc(maskedName)}</text>`);
     }
     out.push("</g></svg>");
     return out.join("");

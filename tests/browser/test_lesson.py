@@ -86,6 +86,20 @@ def test_the_2017_steps_computed_columns_are_on_a_phone(at, site_url):
         assert cell.evaluate("td => getComputedStyle(td, '::before').content").startswith('"This code')
 
 
+
+@pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["phone", "desktop"])
+def test_an_anchor_lands_below_the_header(at, site_url, viewport):
+    """The header wraps to three rows on a phone: a target must not land under it."""
+    page = at(viewport)
+    for target in ("layernorm-forward--tests", "layernorm-forward--connection", "layernorm-forward--what"):
+        page.goto(site_url + f"layernorm.html#{target}")
+        gap = f"""document.getElementById('{target}').getBoundingClientRect().top
+                  - document.querySelector('.topbar').getBoundingClientRect().bottom"""
+        try:        # the header settles (theme.js sets its button's label), then the page scrolls again
+            page.wait_for_function(f"({gap}) >= 0", timeout=10_000)
+        except Exception:
+            pytest.fail(f"#{target} stays {page.evaluate(gap):.0f} px under the header")
+
 def test_symbol_tables_keep_their_shape_column_on_a_phone(at, site_url):
     page = at(PHONE)
     page.goto(site_url + "block.html#ffn-forward--symbols")
