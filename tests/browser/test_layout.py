@@ -94,6 +94,9 @@ def test_phone_layout_menu_and_wide_parts(browser, site_url):
     # wide listings and tables scroll in their own box, which then takes keyboard focus
     # (measured as it comes near the screen: site.js); a symbol table fits (test_lesson.py)
     page.locator("#block-forward--code").scroll_into_view_if_needed()
+    # site.js measures a box when the browser says it drew it, and every box again on a resize:
+    # the resize makes the wait not hang on when that notice comes (it did, inside the suite)
+    page.evaluate("dispatchEvent(new Event('resize'))")
     page.wait_for_selector(".scroll[data-scroll-focus]", state="attached")
     wide = page.locator(".scroll[data-scroll-focus]")
     assert wide.count() > 0
