@@ -14,7 +14,7 @@ const runs = JSON.parse(fs.readFileSync(0, "utf8"));
 const answers = runs.map(({ args, inputs, case: key }) => {
   const out = globalThis.playReplay.run(bundle, key, inputs);
   const raw = out.map((o) => ({ shape: o.shape, data: Buffer.from(new Float64Array(o.data).buffer).toString("base64") }));
-  const shown = args ? globalThis.playViews.VIEWS[bundle.view](bundle, args) : null;
+  const shown = args ? globalThis.playViews.VIEWS[bundle.view](bundle, args, key) : null;
   return { raw, slots: shown && shown.slots };
 });
 process.stdout.write(JSON.stringify(answers));

@@ -5,9 +5,10 @@ from model.config import ModelConfig
 from model.gradcheck import numerical_grad
 from model.transformer import init_params, ffn_forward, ffn_backward, block_forward, block_backward
 from site_builder.run.examples import (ExampleResult, steps_table, matrix, gradcheck_table, stepper,
-                                   config_label, fmt_array, table)
+                                   config_label, fmt_array, fmt_number, table)
 from site_builder.run.trace import trace_locals
 from tests.fixtures import ffn_worked_params, FFN_WORKED_XN, FFN_WORKED_DOUT
+from content.hooks import ROOT
 
 SEED = 0
 TINY = ModelConfig(vocab_size=5, seq_len=3, emb_dim=4, num_heads=2, ff_dim=6, num_layers=1)
@@ -55,17 +56,23 @@ TINY2 = ModelConfig(**{**TINY.to_dict(), "num_layers": 2})   # the same block 0 
 TINY2_SOURCE = f"init_params({config_label(TINY2)}, np.random.default_rng({SEED}))"
 
 
-def block_forward_steps(row=1, layer=0, values=None):
-    """One row through block `layer` of a two-block model; `values` (free input under serve)
-    replaces that row of the hand-picked input X before block 0."""
-    params = init_params(TINY2, np.random.default_rng(SEED))
-    X = X_HAND.copy()
-    if values is not None:
-        X[row] = values
+def block_input(row, values=None):
+    """The hand-picked X with row `row` replaced by `values` (as np.where, so a recording of it
+    keeps the typed row traced)."""
+    if values is None:
+        return X_HAND.copy()
+    chosen = (np.arange(len(X_HAND)) == row)[:, None]
+    return np.where(chosen, np.asarray(values, dtype=float), X_HAND)
+
+
+def block_stepper(params, row, layer, values=None, number=fmt_number):
+    """The stepper of row `row` through block `layer` (numbers formatted by `number`): this
+    build's, and, with a recording's slot formatter, the template block_replay fills."""
+    X = block_input(row, values)
     for earlier in range(layer):
         X, _ = block_forward(X, params, earlier, TINY2)
     t = trace_locals(block_forward, X, params, layer, TINY2)
-    steps = stepper(t, row=row, note=f"in block {layer}", steps=[
+    return stepper(t, row=row, note=f"in block {layer}", number=number, steps=[
         ("Input", "X", None, f"The residual stream entering block {layer}: row {row} of X."),
         ("First LayerNorm", "Xn", None, "Rescales the row to mean 0 and variance 1, then applies the learned scale "
                                         "and shift; attention reads this copy, the stream X is left as it was."),
@@ -78,8 +85,52 @@ def block_forward_steps(row=1, layer=0, values=None):
         ("Second residual add", "return[0]", ("X1", "ff"), "Adds the feed-forward output to the stream X1: "
                                                            "the sum is the block's output."),
     ])
+
+
+def block_forward_steps(row=1, layer=0, values=None):
+    """One row through block `layer` of a two-block model; `values` (free input) replaces that
+    row of the hand-picked input X before block 0."""
+    params = init_params(TINY2, np.random.default_rng(SEED))
+    steps = block_stepper(params, row, layer, values)
     hand = "" if values is None else f", row {row} of X replaced by {fmt_array(values)} (typed by the reader)"
     return ExampleResult([steps], TINY2_SOURCE + hand)
+
+
+class _Numbers:
+    """A stepper's number formatter that keeps each number it is given, in order, and writes
+    its slot (site_builder/run/tape.py): the tape's outputs are the stepper's numbers."""
+
+    def __init__(self):
+        self.kept = []
+
+    def __call__(self, x):
+        self.kept.append(x)
+        return f"@@{len(self.kept) - 1} fmt_number@@"
+
+
+def block_replay():
+    """The tape of block_forward_steps's computation, for the row values the reader types on
+    any host: block_stepper recorded once per choice of row and layer (which numbers the
+    stepper shows depends on both), the typed row an input, each checked at other values
+    against a fresh call; and each combination's stepper with a slot for every number."""
+    from site_builder.gather.playground import combo_key
+    from site_builder.run.tape import bundle, check, record
+    params = init_params(TINY2, np.random.default_rng(SEED))
+    choices = dict(row=[1, 0, 2], layer=[0, 1])
+    tapes, bodies, worst = {}, {}, 0.0
+    for row in choices["row"]:
+        for layer in choices["layer"]:
+            def numbers(values, params, row=row, layer=layer):
+                kept = _Numbers()
+                block_stepper(params, row, layer, values, kept)
+                return kept.kept
+            key = combo_key(choices, dict(row=row, layer=layer))
+            tapes[key] = record(ROOT, numbers, dict(values=X_HAND[row].copy()), dict(params=params))
+            worst = max(worst, check(tapes[key], dict(values=np.array([3.0, -7.5, 0.125, 9.0])),
+                                     lambda values, f=numbers: f(values, params)))
+            bodies[key] = [block_stepper(params, row, layer, X_HAND[row].copy(), _Numbers())]
+    return ExampleResult(bodies[combo_key(choices, dict(row=1, layer=0))], "@@source@@",
+                         data=dict(tape=bundle(tapes, view="stepper", recorded=TINY2_SOURCE), bodies=bodies, worst=worst))
 
 
 def _block_backward_trace(params):

@@ -20,7 +20,7 @@ from model.transformer import forward
 from site_builder.run.examples import ExampleResult, config_label, figure, fmt_number, table
 from site_builder.render.plots import line_plot
 from site_builder.run.trace import trace_locals
-from content.hooks import run_label, trained_run
+from content.hooks import ROOT, run_label, trained_run
 
 PROMPT = "ROMEO:\n"                      # hand-picked prompts
 NEXT_PROMPT = "To be, or not to b"       # the probabilities of the character after this one
@@ -147,6 +147,40 @@ def probabilities():
                          data={name: p for name, (p, _) in cols.items()} | dict(logits=logits))
 
 
+def entropy(p):
+    """-sum p log p over the p > 0, in nats (written with np.where, so the tape records it)."""
+    positive = p > 0
+    return -np.where(positive, p * np.log(np.where(positive, p, 1.0)), 0.0).sum()
+
+
+def next_distribution(ids, temperature, params, cfg):
+    """What sample_next draws the next id from after `ids` (the model's last row of logits at
+    this temperature, the p it hands to rng.choice) and its entropy: the step the replayer
+    recomputes, the draw itself left to its declared step (site_builder/run/tape.py choice_step)."""
+    from site_builder.run.tape import ChoiceRecorder
+    logits, _ = forward(params, ids, cfg)
+    draw = ChoiceRecorder()
+    mg.sample_next(logits[-1], temperature, None, draw)
+    return dict(p=draw.p, entropy=entropy(draw.p))
+
+
+TEMPERATURE_CAPTION = "After {prompt} (the model reads its last {seen} characters)"
+
+
+def temperature_result(source, prompt, temperature, seen, top, others, rest, entropy_text, drawn, continuation):
+    """at_temperature's two tables from their texts: this build's (formatted values) and the
+    template a temperature or prompt typed in the reader's browser fills (slots, temperature_replay).
+    top: [(character, probability)] of the SHOWN likeliest, in order."""
+    rows = [[rank, char, prob] for rank, (char, prob) in enumerate(top, 1)]
+    rows.append(["", "the other " + others + " characters", rest])
+    rows.append(["", "entropy (nats)", entropy_text])
+    rows.append(["", f"drawn by sample_next (seed {SEED})", drawn])
+    sample = table(["Prompt", f"generate(..., {LENGTH}, {temperature}, None, np.random.default_rng({SEED})) (↵ is a newline)"],
+                   [[prompt, continuation]])
+    return ExampleResult([table(["Rank", "Next character", f"Probability at T = {temperature}"], rows,
+                                caption=TEMPERATURE_CAPTION.format(prompt=seen[0], seen=seen[1])), sample], source)
+
+
 def at_temperature(temperature=1.0, prompt=NEXT_PROMPT):
     """The next-character distribution after `prompt` at one temperature (sample_next's own p,
     traced), and a continuation sampled at that temperature with the fixed seed."""
@@ -155,16 +189,49 @@ def at_temperature(temperature=1.0, prompt=NEXT_PROMPT):
     logits, _ = forward(run.params, ids, run.model_cfg)
     p, drawn = traced_probabilities(logits[-1], temperature, None)
     order = np.argsort(-p, kind="stable")
-    rows = [[rank, repr(tok.chars[i]), fmt_number(p[i])] for rank, i in enumerate(order[:SHOWN], 1)]
-    rows.append(["", f"the other {len(order) - SHOWN} characters", fmt_number(p[order[SHOWN:]].sum())])
-    rows.append(["", "entropy (nats)", fmt_number(-(p[p > 0] * np.log(p[p > 0])).sum())])
-    rows.append(["", f"drawn by sample_next (seed {SEED})", repr(tok.chars[drawn])])
     text = sampled(temperature, None, prompt=prompt)
-    sample = table(["Prompt", f"generate(..., {LENGTH}, {temperature:g}, None, np.random.default_rng({SEED})) (↵ is a newline)"],
-                   [[_show(prompt), _show(text[len(prompt):])]])
-    return ExampleResult([table(["Rank", "Next character", f"Probability at T = {temperature:g}"], rows,
-                                caption=f"After {prompt!r} (the model reads its last {len(ids)} characters)"), sample],
-                         _source(run), data=dict(p=p, text=text))
+    result = temperature_result(_source(run), _show(prompt), f"{temperature:g}", (repr(prompt), len(ids)),
+                                [(repr(tok.chars[i]), fmt_number(p[i])) for i in order[:SHOWN]], str(len(order) - SHOWN),
+                                fmt_number(p[order[SHOWN:]].sum()), fmt_number(entropy(p)), repr(tok.chars[drawn]),
+                                _show(text[len(prompt):]))
+    result.data = dict(p=p, text=text)
+    return result
+
+
+def temperature_replay():
+    """The tape of at_temperature's computation, for a temperature and prompt the reader types
+    on any host: next_distribution recorded once per context length T = 1 to seq_len (the
+    forward pass's shapes depend on T), with the temperature an input, each checked at another
+    text and temperature against a fresh call. Two steps are the replayer's, declared: the
+    loop of generate (append the drawn id, keep the last seq_len) and the draw, which takes the
+    uniforms default_rng(SEED) gives, shipped; that the declared steps give generate's own
+    text is checked here on a second prompt, so a change of either fails the build."""
+    from site_builder.run.tape import bundle, check, choice_step, record, replay
+    run, tok = model_and_tokenizer()
+    cfg = run.model_cfg
+    tapes, worst = {}, 0.0
+    fn = lambda ids, temperature, params: next_distribution(ids, temperature, params, cfg)
+    real = lambda ids, temperature: fn(ids, temperature, run.params)
+    other = "Friends, Romans, countrymen"
+    for T in range(1, cfg.seq_len + 1):
+        tapes[T] = record(ROOT, fn, dict(ids=tok.encode(NEXT_PROMPT[-T:]), temperature=1.0), dict(params=run.params))
+        worst = max(worst, check(tapes[T], dict(ids=tok.encode(other[:T]), temperature=0.37), real))
+    draws = np.random.default_rng(SEED).random(LENGTH)
+    ids = list(tok.encode(other))
+    for u in draws:                                  # the declared steps, here as in the browser
+        context = ids[-cfg.seq_len:]
+        p, _ = replay(tapes[len(context)], dict(ids=context, temperature=0.8))
+        ids.append(choice_step(p, u))
+    if tok.decode(ids) != sampled(0.8, None, prompt=other):
+        raise AssertionError("the replayed loop and draws do not give generate's text: the declared steps drifted")
+    template = temperature_result("@@source@@", "@@prompt@@", "@@temperature@@", ("@@window@@", "@@seen@@"),
+                                  [(f"@@char:{r}@@", f"@@p:{r}@@") for r in range(SHOWN)], str(len(run.chars) - SHOWN), "@@rest@@", "@@entropy@@",
+                                  "@@drawn@@", "@@continuation@@")
+    recorded = f"next_distribution (model.transformer.forward, then model.generate.sample_next) with {_source(run)}, once per T from 1 to {cfg.seq_len}"
+    return ExampleResult(template.blocks, template.source,
+                         data=dict(tape=bundle(tapes, view="generation", recorded=recorded, chars=run.chars, length=cfg.seq_len,
+                                               draws=[float(u) for u in draws], shown=SHOWN, defaults=dict(prompt=NEXT_PROMPT)),
+                                   worst=worst))
 
 
 def top_k_draws():

@@ -266,9 +266,12 @@ def replay_file(env, example_id, replay) -> bytes:
     replay example's blocks and source, whose slots (@@...@@) the replayer fills, rendered by
     the template of every other result (site_builder/publish/tapes.py)."""
     from site_builder.publish.tapes import tape_script
-    body = env.get_template("partials/example_fragment.html").render(
-        ex=dict(id=example_id, blocks=replay["blocks"], source=replay["source"], replayed=True), root="")
-    return tape_script(example_id, dict(replay["tape"], body=body.strip()))
+
+    def body(blocks):
+        return env.get_template("partials/example_fragment.html").render(
+            ex=dict(id=example_id, blocks=blocks, source=replay["source"], replayed=True), root="").strip()
+    bodies = {key: body(blocks) for key, blocks in (replay.get("bodies") or {}).items()}
+    return tape_script(example_id, dict(replay["tape"], body=body(replay["blocks"]), **(dict(bodies=bodies) if bodies else {})))
 
 
 def landing_words(project, call_map) -> dict:

@@ -249,18 +249,19 @@ def validate(spec: dict, value, vocabulary=None, rules: TextRules = None):
     """The value, converted to its declared type, or InvalidInput saying what is wrong.
     `vocabulary`: the characters a text may hold (its declared vocabulary's), or None."""
     kind = spec["type"]
+    typed = value.strip() if isinstance(value, str) else None    # a refusal says the value as typed
     if kind == "int":
         if isinstance(value, str):
             value = _parse(value, int, "a whole number")
         if not isinstance(value, int) or isinstance(value, bool):
             raise InvalidInput(f"must be a whole number, got {_kind(value)}")
-        return _bounded(value, spec)
+        return _bounded(value, spec, typed)
     if kind == "float":
         if isinstance(value, str):
             value = _parse(value, float, "a number")
         if not _number(value):
             raise InvalidInput(f"must be a finite number, got {_kind(value)}")
-        return _bounded(float(value), spec)
+        return _bounded(float(value), spec, typed)
     if kind == "text":
         if not isinstance(value, str):
             raise InvalidInput(f"must be text, got {_kind(value)}")
@@ -278,14 +279,14 @@ def validate(spec: dict, value, vocabulary=None, rules: TextRules = None):
                                    f"(it takes {words.replace('{n}', str(len(vocabulary)))})")
         return value
     if kind == "numbers":
-        if isinstance(value, str):
-            parts = [p for p in value.replace(",", " ").split() if p]
+        parts = [p for p in value.replace(",", " ").split() if p] if isinstance(value, str) else None
+        if parts is not None:
             value = [_parse(p, float, "a number") for p in parts]
         if not isinstance(value, list) or not all(_number(v) for v in value):
             raise InvalidInput(f"must be a list of {spec['length']} numbers, got {_kind(value)}")
         if len(value) != spec["length"]:
             raise InvalidInput(f"must be {spec['length']} numbers, got {len(value)}")
-        return [_bounded(float(v), spec) for v in value]
+        return [_bounded(float(v), spec, parts[i] if parts else None) for i, v in enumerate(value)]
     raise InvalidInput(f"has an unknown type {kind!r}")
 
 
@@ -301,9 +302,11 @@ def _parse(text, convert, what):
     return value
 
 
-def _bounded(v, spec):
+def _bounded(v, spec, typed=None):
+    """v if it is within the declared bounds; the refusal shows it as typed (100.0000001, not the
+    100 that :g would round it to), or as repr shows a number sent as one."""
     if not spec["min"] <= v <= spec["max"]:
-        raise InvalidInput(f"must be between {spec['min']:g} and {spec['max']:g}, got {_shown(v)}")
+        raise InvalidInput(f"must be between {spec['min']:g} and {spec['max']:g}, got {typed if typed is not None else _shown(v)}")
     return v
 
 
@@ -311,7 +314,7 @@ def _shown(v):
     """A number as a message shows it: an integer too long to read is its count of digits."""
     if isinstance(v, int) and len(str(abs(v))) > 20:
         return f"a whole number of {len(str(abs(v)))} digits"
-    return f"{v:g}"
+    return repr(v)
 
 
 def _kind(v):

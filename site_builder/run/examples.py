@@ -243,12 +243,16 @@ def line_input(trace, step, after):
     return next(iter(found.items()), None)
 
 
-def stepper(trace, row, steps, note=""):
+def stepper(trace, row, steps, note="", number=fmt_number):
     """A step-through of one row: steps are (label, name, terms) or (label, name, terms, says),
     where terms names the two arrays an add sums (or None) and `says` is one sentence on what
     the line does. Each step shows the row before and after its line. "Before" is what the line
     reads (`line_input`): at an add the stream being added to (the first term), and never the
-    previous step's result unless the line reads it."""
+    previous step's result unless the line reads it. `number` formats each number (a
+    recording's slot_format, for a replayed stepper: site_builder/run/tape.py)."""
+    def row_of(value):
+        r = np.asarray(value)[row]
+        return [number(r[j]) for j in range(len(r))]      # indexed, not iterated: a traced row stays traced
     out = []
     for label, name, terms, *says in steps:
         line, code = code_line(trace, name)
@@ -258,14 +262,13 @@ def stepper(trace, row, steps, note=""):
             before = (terms[0], value_of(trace, terms[0]))
         else:
             before = line_input(trace, made, after) if made is not None else None
-        step = dict(label=label, name=name, line=line, code=code, after=[fmt_number(x) for x in after[row]],
-                    before=[fmt_number(x) for x in np.asarray(before[1])[row]] if before else None,
+        step = dict(label=label, name=name, line=line, code=code, after=row_of(after),
+                    before=row_of(before[1]) if before else None,
                     before_name=before[0] if before else None)
         if says:
             step["says"] = says[0]
         if terms:
-            step["terms"] = [dict(name=t, row=[fmt_number(x) for x in np.asarray(value_of(trace, t))[row]])
-                             for t in terms]
+            step["terms"] = [dict(name=t, row=row_of(value_of(trace, t))) for t in terms]
         out.append(step)
     return dict(kind="stepper", file=trace.file, function=trace.function, row=row, steps=out, note=note)
 

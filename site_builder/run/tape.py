@@ -24,6 +24,13 @@ Trade-offs, and why:
   than computing something the code would not.
 * **Data, never code.** A tape is JSON (op names from a fixed list) and float64 constants;
   the replayer looks each op up in a table and evaluates nothing.
+* **A Python number input is a float.** An input given as a Python float (a temperature the
+  model checks with `isinstance(t, float)`) is traced as `TracedNumber`, a float that records
+  its arithmetic with arrays and turns each comparison into a guard.
+* **A random draw is a declared step.** The recorder cannot follow `int(rng.choice(...))`
+  (its searchsorted and the int leave NumPy's dispatch), so `ChoiceRecorder` stands in for the
+  generator: the tape ends at the distribution the draw is asked for, and the replayer draws as
+  NumPy's `Generator.choice` does with the uniform the generator would give (`choice_step`).
 * **In place.** `Y += b` and `np.exp(E, out=E)` rebind the array to the new node; a view
   taken before such an edit would read a stale node, which `check` would catch.
 
@@ -180,6 +187,89 @@ class Traced(np.ndarray):
     def tolist(self):
         self._leave(".tolist()")
 
+class TracedNumber(float):
+    """A Python float input that stays traced: arithmetic with it is arithmetic on its 0-d
+    traced array (`array`), each comparison is a guard (the replayer refuses an input that
+    compares otherwise), and turning it into a plain number leaves the tape."""
+
+    def __new__(cls, value, array):
+        self = super().__new__(cls, value)
+        self.array = array
+        return self
+
+    __hash__ = float.__hash__
+
+    def __eq__(self, other):
+        return bool(self.array == _plain(other))
+
+    def __ne__(self, other):
+        return bool(self.array != _plain(other))
+
+    def __lt__(self, other):
+        return bool(self.array < _plain(other))
+
+    def __le__(self, other):
+        return bool(self.array <= _plain(other))
+
+    def __gt__(self, other):
+        return bool(self.array > _plain(other))
+
+    def __ge__(self, other):
+        return bool(self.array >= _plain(other))
+
+    def __neg__(self):
+        return -self.array
+
+    def __abs__(self):
+        return abs(self.array)
+
+    def __float__(self):
+        raise TapeError(f"float() of a traced number leaves the tape (at {_line()}); the replayer could not follow it")
+
+    def __int__(self):
+        raise TapeError(f"int() of a traced number leaves the tape (at {_line()}); the replayer could not follow it")
+
+    __round__ = __trunc__ = __floor__ = __ceil__ = __int__
+
+
+def _number_op(op, reflected=False):
+    if reflected:
+        return lambda self, other: op(_plain_number(other), self.array)
+    return lambda self, other: op(self.array, _plain_number(other))
+
+
+def _plain_number(x):
+    return x.array if isinstance(x, TracedNumber) else x
+
+
+import operator as _operator  # noqa: E402
+for _name in ("add", "sub", "mul", "truediv", "pow", "floordiv", "mod"):
+    setattr(TracedNumber, f"__{_name}__", _number_op(getattr(_operator, _name)))
+    setattr(TracedNumber, f"__r{_name}__", _number_op(getattr(_operator, _name), reflected=True))
+
+
+class ChoiceRecorder:
+    """Stands in for a NumPy Generator while a sampling step is recorded: `choice(n, p=p)` keeps
+    the (traced) distribution it is asked to draw from in `p` and answers 0. The draw itself is
+    the replayer's declared step, `choice_step`, given the uniform the real generator draws."""
+
+    p = None
+
+    def choice(self, n, p=None):
+        if p is None:
+            raise TapeError(f"choice without p is not a draw the tape knows (at {_line()})")
+        self.p = p
+        return 0
+
+
+def choice_step(p, u) -> int:
+    """NumPy's Generator.choice(len(p), p=p) given the uniform u = rng.random() it draws (numpy/
+    random/_generator.pyx: cdf = p.cumsum(); cdf /= cdf[-1]; cdf.searchsorted(u, side='right')):
+    static/js/replay-views.js `choice` is the same step, and the test holds it to NumPy's draws."""
+    cdf = np.cumsum(np.asarray(p, dtype=np.float64))
+    cdf /= cdf[-1]
+    return int(np.searchsorted(cdf, u, side="right"))
+
 
 class Recording:
     """The tape being recorded and the bookkeeping of its nodes."""
@@ -217,8 +307,12 @@ class Recording:
         """A node for an operand: its node if traced, else a constant (a Python number stays in the op)."""
         if isinstance(value, Traced):
             return value.node
+        if isinstance(value, TracedNumber):
+            return value.array.node
         if isinstance(value, (int, float, bool, np.number, np.bool_)) and not isinstance(value, np.ndarray):
-            return {"number": float(value)}
+            if np.isfinite(float(value)):
+                return {"number": float(value)}
+            return self.constant(np.float64(value))    # inf and nan travel as float64 bytes, not JSON
         return self.constant(value)
 
     def index_op(self, array, index):
@@ -292,6 +386,8 @@ def _tape_of(args, out):
 def _plain(a):
     if isinstance(a, Traced):
         return a.view(np.ndarray)
+    if isinstance(a, TracedNumber):
+        return float.__float__(a)
     if isinstance(a, (list, tuple)) and any(isinstance(x, Traced) for x in a):
         return type(a)(_plain(x) for x in a)
     return a
@@ -347,6 +443,8 @@ def record(root, fn, inputs: dict, constants: dict = None) -> Tape:
         node = rec.add(dict(op="input", args=[], name=name), arr)
         rec.tape.inputs[name] = node
         traced[name] = _as_traced(arr, node, rec)
+        if type(value) is float:           # a Python number stays a float the model's checks accept
+            traced[name] = TracedNumber(value, traced[name])
     for name, value in (constants or {}).items():
         if isinstance(value, dict):
             traced[name] = {k: _as_traced(v, rec.constant(v, f"{name}.{k}"), rec) for k, v in value.items()}

@@ -79,8 +79,9 @@
   };
   const PY_FLOAT = /^\s*[+-]?((\d+(_\d+)*)(\.(\d+(_\d+)*)?)?|\.\d+(_\d+)*)([eE][+-]?\d+)?\s*$/;
   function checked(spec, value) {
-    const between = (v) => {
-      if (!(spec.min <= v && v <= spec.max)) throw new Error(`must be between ${g(spec.min)} and ${g(spec.max)}, got ${g(v)}`);
+    // the value as the reader typed it (100.0000001 is not 100), as /__play says it
+    const between = ([v, typed]) => {
+      if (!(spec.min <= v && v <= spec.max)) throw new Error(`must be between ${g(spec.min)} and ${g(spec.max)}, got ${typed}`);
       return v;
     };
     const number = (text, what) => {
@@ -92,7 +93,7 @@
       }
       const v = Number(t.replace(/_/g, ""));
       if (!Number.isFinite(v)) throw new Error(`must be a finite number, got '${t}'`);
-      return v;
+      return [v, t];
     };
     if (spec.type === "int") return between(number(value, "a whole number"));
     if (spec.type === "float") return between(number(value, "a number"));
@@ -119,10 +120,10 @@
   // The reader's input, recomputed in this browser from the example's tape.
   async function replayMine(form) {
     const spec = JSON.parse(form.dataset.spec), args = {};
-    for (const s of selects(form)) args[s.name] = JSON.parse(s.selectedOptions[0].dataset.value);
+    for (const s of selects(form)) if (s.value !== TYPED) args[s.name] = JSON.parse(s.selectedOptions[0].dataset.value);
     try {
       for (const input of form.querySelectorAll("input[data-free]")) {
-        if (input.value.trim() === "") continue;
+        if (input.value === "") continue;          // empty: not typed (the menu or the default runs), as under serve
         try {
           args[input.name] = checked(spec[input.name], input.value);
         } catch (e) {
@@ -137,9 +138,10 @@
     try {
       const bundle = await tapeOf(form);
       const start = performance.now();
-      const { slots, said } = globalThis.playViews.VIEWS[bundle.view](bundle, args);
-      const html = bundle.body.replace(/@@([^@]+)@@/g, (m, k) => (k === "svg" ? slots.svg : escapeHtml(slots[k])));
+      const { slots, said, body: own } = globalThis.playViews.VIEWS[bundle.view](bundle, args, keyOf(form));
+      const html = (own || bundle.body).replace(/@@([^@]+)@@/g, (m, k) => (k === "svg" ? slots.svg : escapeHtml(slots[k])));
       swap(form, html);
+      markTyped(form);
       say(form, `Recomputed in your browser by replaying the tape of the NumPy computation (${said}, ${(performance.now() - start).toFixed(1)} ms); under serve the NumPy code itself runs.`);
       keepInUrl();
     } catch (e) {
@@ -151,6 +153,24 @@
     .replace(/'/g, "&#39;").replace(/"/g, "&#34;");
 
   const selects = (form) => [...form.querySelectorAll("select")];
+  // The menu of a parameter the reader typed shows "your prompt" as current while the typed
+  // value is what the page shows; choosing from the menu again removes it.
+  const TYPED = "__typed";
+  function markTyped(form) {
+    for (const input of typed(form)) {
+      const s = form.querySelector(`select[name="${input.name}"]`);
+      if (!s) continue;
+      let o = s.querySelector(`option[value="${TYPED}"]`);
+      if (!o) {
+        o = document.createElement("option");
+        o.value = TYPED;
+        o.textContent = `your ${input.name}`;
+        s.append(o);
+      }
+      s.value = TYPED;
+    }
+  }
+  const unmarkTyped = (s) => { const o = s.querySelector(`option[value="${TYPED}"]`); if (o) o.remove(); };
   const body = (form) => form.closest(".example").querySelector(".example-body");
   const say = (form, text, bad = false) => {
     const p = form.querySelector(".play-status");
@@ -182,7 +202,9 @@
     }
   }
 
-  const typed = (form) => [...form.querySelectorAll("input[data-free]")].filter((i) => i.value.trim() !== "");
+  // A field is typed unless it is empty, on both paths: any other text (spaces too) is checked
+  // against the declaration, here as by /__play.
+  const typed = (form) => [...form.querySelectorAll("input[data-free]")].filter((i) => i.value !== "");
   const typedKey = (input) => `typed-${input.name}`;
   // a value from the URL, shortened for a status line
   const shown = (text) => (text.length > 40 ? `${text.slice(0, 40)}…` : text);
@@ -190,9 +212,9 @@
   function keepInUrl() {
     const params = new URLSearchParams(location.search);
     for (const form of forms) {
-      for (const s of selects(form)) params.set(s.name, s.value);
+      for (const s of selects(form)) if (s.value !== TYPED) params.set(s.name, s.value);
       for (const input of form.querySelectorAll("input[data-free]")) {
-        if (input.value.trim() !== "") params.set(typedKey(input), input.value);
+        if (input.value !== "") params.set(typedKey(input), input.value);
         else params.delete(typedKey(input));
       }
     }
@@ -201,9 +223,9 @@
 
   async function mine(form) {
     const args = {};
-    for (const s of selects(form)) args[s.name] = JSON.parse(s.selectedOptions[0].dataset.value);
+    for (const s of selects(form)) if (s.value !== TYPED) args[s.name] = JSON.parse(s.selectedOptions[0].dataset.value);
     for (const input of form.querySelectorAll("input[data-free]")) {
-      if (input.value.trim() !== "") args[input.name] = input.value;
+      if (input.value !== "") args[input.name] = input.value;
     }
     say(form, "Running the example function on your input…");
     try {
@@ -214,6 +236,7 @@
       const answer = await r.json();
       if (!r.ok || answer.error) throw new Error(answer.error || `the server answered ${r.status}`);
       swap(form, answer.html);
+      markTyped(form);
       say(form, `Recomputed by the real code in ${answer.seconds} s.`);
       keepInUrl();
     } catch (e) {
@@ -239,6 +262,8 @@
         unknown.push(`${s.name}=${shown(want)}`);
       }
       s.addEventListener("change", () => {
+        if (s.value === TYPED) return;
+        unmarkTyped(s);
         if (free) free.value = "";
         // The same parameter on another example of this page follows (one URL, one value).
         for (const other of forms) {
@@ -260,7 +285,7 @@
     let wanted = false;
     for (const input of form.querySelectorAll("input[data-free]")) {
       const want = params.get(typedKey(input));
-      if (want === null || want.trim() === "") continue;
+      if (want === null || want === "") continue;
       if (serve || replayable(form)) {
         input.value = want;
         wanted = true;

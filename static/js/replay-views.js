@@ -55,6 +55,19 @@
   };
   const asArray = (v) => ({ shape: Array.isArray(v) ? [v.length] : [], data: Float64Array.from([].concat(v)) });
 
+  // NumPy's Generator.choice(len(p), p=p) given the uniform u it draws (site_builder/run/tape.py
+  // choice_step): the first index whose normalised cumulative sum exceeds u.
+  function choice(p, u) {
+    const cdf = new Float64Array(p.length);
+    let s = 0;
+    for (let i = 0; i < p.length; i++) { s += p[i]; cdf[i] = s; }
+    const last = cdf[p.length - 1];
+    let n = 0;
+    for (let i = 0; i < p.length; i++) { cdf[i] /= last; if (cdf[i] <= u) n = i + 1; }
+    return n;
+  }
+  const show = (t) => t.replace(/\n/g, "↵");
+
   const VIEWS = {
     // A result whose every number stands in a slot of its template: @@i format@@ is output i,
     // @@input:name format@@ the reader's checked input, each formatted as the build formats it.
@@ -68,6 +81,43 @@
         slots[key] = FORMATS[fmt](which.startsWith("input:") ? asArray(args[which.slice(6)]) : out[Number(which)]);
       }
       return { slots, said: `${tape.ops.length} operations` };
+    },
+
+    // One row through a block, recorded once per menu combination (row, layer): the slots of
+    // the stepper's numbers, in the body of that combination.
+    // key: the menus' combination (site_builder/gather/playground.py combo_key), as play.js keys choices.
+    stepper(bundle, args, key) {
+      const tape = bundle.cases[key];
+      if (!tape) throw new Error(`the tape has no case ${key}`);
+      const inputs = Object.fromEntries(Object.keys(tape.inputs).map((name) => [name, [].concat(args[name])]));
+      const out = globalThis.playReplay.run(bundle, key, inputs);
+      const slots = { source: `${bundle.recorded}, row ${args.row} of X replaced by ${fmtArray(asArray(args.values))} (typed by the reader)` };
+      out.forEach((o, i) => { slots[`${i} fmt_number`] = fmtNumber(o.data[0]); });
+      return { slots, said: `case ${key}, ${tape.ops.length} operations`, body: bundle.bodies[key] };
+    },
+
+    // The next character at a temperature, then generate's loop: each pass runs the case of its
+    // context's length, and draws as NumPy's choice does with the shipped uniforms of the seed.
+    generation(bundle, args) {
+      const prompt = args.prompt === undefined ? bundle.defaults.prompt : args.prompt;
+      const t = Number(args.temperature), ids = [...prompt].map((c) => bundle.chars.indexOf(c));
+      const next = () => {
+        const context = ids.slice(-bundle.length);
+        const [p, entropy] = globalThis.playReplay.run(bundle, String(context.length), { ids: context, temperature: [t] });
+        return { p: p.data, entropy: entropy.data[0], seen: context.length };
+      };
+      const first = next(), start = ids.length;
+      for (const u of bundle.draws) ids.push(choice(ids.length === start ? first.p : next().p, u));
+      const order = Array.from(first.p, (_, i) => i).sort((a, b) => first.p[b] - first.p[a]);   // stable, as argsort(-p)
+      const slots = {
+        prompt: show(prompt), temperature: pyG(t), window: pyRepr(prompt), seen: String(first.seen),
+        rest: fmtNumber(order.slice(bundle.shown).reduce((s, i) => s + first.p[i], 0)),
+        entropy: fmtNumber(first.entropy), drawn: pyRepr(bundle.chars[ids[start]]),
+        continuation: show(ids.slice(start).map((i) => bundle.chars[i]).join("")),
+        source: `${bundle.recorded}; the prompt and T = ${pyG(t)} typed by the reader, the draws those of default_rng's seed`,
+      };
+      order.slice(0, bundle.shown).forEach((i, r) => { slots[`char:${r}`] = pyRepr(bundle.chars[i]); slots[`p:${r}`] = fmtNumber(first.p[i]); });
+      return { slots, said: `${bundle.draws.length + 1} passes of cases T ≤ ${bundle.length}` };
     },
 
     // One head of one block: outputs are A per block (h, T, T), gap per block (h,), hidden (T, T).
@@ -90,5 +140,5 @@
     },
   };
 
-  globalThis.playViews = { VIEWS, pyRepr, pyExp, encode };
+  globalThis.playViews = { VIEWS, pyRepr, pyExp, encode, choice };
 })();

@@ -154,8 +154,10 @@ class ExampleSections:
                                          "return ExampleResult([], source, data=dict(tape=bundle(...))) "
                                          "(site_builder.run.tape)"))
             return None
+        # a tape recorded once per combination of menus may fill a body of its own per case
+        bodies = {key: self.example_blocks(blocks) for key, blocks in (result.data.get("bodies") or {}).items()}
         return dict(tape=tape, file=f"play/{ex_id}/tape.js", source=result.source, worst=result.data.get("worst"),
-                    blocks=self.example_blocks(result.blocks),
+                    blocks=self.example_blocks(result.blocks), bodies=bodies,
                     spec=replay_declaration(e, rules))
 
     def example_blocks(self, blocks):
