@@ -156,6 +156,83 @@ def test_the_layernorm_tape_replayed_in_node_equals_numpy(built_site):
     assert worst <= TOLERANCE
 
 
+@needs_node
+def test_the_generation_tape_replayed_in_node_equals_numpy(built_site):
+    """Random prompts and temperatures within the declaration: the replayed distribution and
+    entropy equal next_distribution's to 1e-12, and the page's words (the likeliest characters,
+    the draw, generate's 80 characters with the seed's uniforms) are at_temperature's own."""
+    from content.examples.generation import LENGTH, TEMPERATURE_CAPTION, at_temperature, next_distribution
+    from content.hooks import trained_run
+    from model.data import CharTokenizer
+    run = trained_run()
+    cfg = run.model_cfg
+    encode = CharTokenizer(run.chars).encode
+    rng = np.random.default_rng(SEED)
+    prompts = random_prompts(run.chars, rng, 8, 40) + ["a", "   "]
+    temperatures = list(rng.uniform(0.05, 5, len(prompts) - 2)) + [0.05, 5.0]
+    runs = [dict(case=str(min(len(p), cfg.seq_len)), inputs=dict(ids=encode(p)[-cfg.seq_len:].tolist(), temperature=[t]),
+                 args=dict(prompt=p, temperature=t)) for p, t in zip(prompts, temperatures)]
+    answers = node_replay(built_site / "play" / "generation-sample--ex-2" / "tape.js", runs)
+    worst = 0.0
+    for r, a in zip(runs, answers):
+        want = next_distribution(np.array(r["inputs"]["ids"]), r["args"]["temperature"], run.params, cfg)
+        worst = max([worst] + [relative_gap(g, w) for g, w in zip(a["raw"], [want["p"], want["entropy"]])])
+        table, sample = at_temperature(**r["args"]).blocks
+        slots = a["slots"]
+        shown = [[str(i + 1), slots[f"char:{i}"], slots[f"p:{i}"]] for i in range(8)]
+        assert shown == [[str(c) for c in row] for row in table["rows"][:8]], r["args"]
+        assert [slots["rest"], slots["entropy"], slots["drawn"]] == [row[2] for row in table["rows"][8:]], r["args"]
+        assert TEMPERATURE_CAPTION.format(prompt=slots["window"], seen=slots["seen"]) == table["caption"]
+        assert [slots["prompt"], slots["continuation"]] == sample["rows"][0], \
+            f"the declared loop and draws give generate's {LENGTH} characters ({r['args']})"
+    print(f"largest relative difference from NumPy: {worst:.2e}")
+    assert worst <= TOLERANCE
+
+
+def test_the_declared_draw_is_numpys_choice():
+    """choice_step(p, u) with u = rng.random() draws what rng.choice(len(p), p=p) draws."""
+    from site_builder.run.tape import choice_step
+    rng = np.random.default_rng(SEED)
+    for k in range(200):
+        p = rng.random(84) ** 6
+        p /= p.sum()
+        real, mine = np.random.default_rng(k), np.random.default_rng(k)
+        assert [int(real.choice(84, p=p)) for _ in range(4)] == [choice_step(p, mine.random()) for _ in range(4)]
+
+
+def stepper_numbers(steps):
+    return [[s["after"], s["before"]] + [t["row"] for t in s.get("terms") or []] for s in steps]
+
+
+@needs_node
+def test_the_block_tape_replayed_in_node_equals_numpy(built_site):
+    """Random typed rows for each row and layer of the menus: the stepper's numbers equal
+    NumPy's real call to 1e-12, and the replayed stepper reads as block_forward_steps's own."""
+    from content.examples.block import SEED as MODEL_SEED, TINY2, _Numbers, block_forward_steps, block_replay, block_stepper
+    from model.transformer import init_params
+    params = init_params(TINY2, np.random.default_rng(MODEL_SEED))
+    rng = np.random.default_rng(SEED)
+    runs = []
+    for row in (0, 1, 2):
+        for layer in (0, 1):
+            for values in (rng.uniform(-10, 10, 4), np.array([-10.0, 10.0, 0.0, 1e-9])):
+                runs.append(dict(case=f"layer-{layer}_row-{row}", inputs=dict(values=values.tolist()),
+                                 args=dict(row=row, layer=layer, values=values.tolist())))
+    answers = node_replay(built_site / "play" / "block-forward--ex-1" / "tape.js", runs)
+    bodies = block_replay().data["bodies"]
+    worst = 0.0
+    for r, a in zip(runs, answers):
+        kept = _Numbers()
+        block_stepper(params, r["args"]["row"], r["args"]["layer"], np.array(r["args"]["values"]), kept)
+        worst = max([worst] + [relative_gap(g, w) for g, w in zip(a["raw"], kept.kept)])
+        template = bodies[r["case"]][0]["steps"]
+        fill = lambda cells: None if cells is None else [filled(c, a["slots"]) for c in cells]
+        got = [[fill(c) for c in step] for step in stepper_numbers(template)]
+        assert got == stepper_numbers(block_forward_steps(**r["args"]).blocks[0]["steps"]), r["args"]
+    print(f"largest relative difference from NumPy: {worst:.2e}")
+    assert worst <= TOLERANCE
+
+
 def test_a_tape_is_recorded_again_when_the_model_or_the_recorder_changes(built_site):
     """The replay examples' cached results are keyed on what they read: the package's code
     (whole files, or the functions the recording entered in them: an edit of what it ran
@@ -163,9 +240,32 @@ def test_a_tape_is_recorded_again_when_the_model_or_the_recorder_changes(built_s
     from site_builder.base.cache import BuildCache
     from site_builder.run.example_runner import ExampleStore
     store = ExampleStore(ROOT, BuildCache(ROOT / ".build_cache"))
-    for ref in ("attention:heatmap_replay", "layernorm:eps_replay"):
+    needs = {"attention:heatmap_replay": "model/attention.py", "layernorm:eps_replay": "model/ops.py",
+             "generation:temperature_replay": "model/generate.py", "block:block_replay": "model/transformer.py"}
+    for ref, model_file in needs.items():
         assert store.lookup(ref), f"the session's build cached {ref}"
         used = store.used[ref]
         read = {f for f, _ in used.files} | {rel for rel, paths, _ in used.functions if paths}
-        assert {"model/ops.py", "site_builder/run/tape.py"} <= read, (ref, read)
-        assert "model/attention.py" in read or ref != "attention:heatmap_replay", read
+        assert {"model/ops.py", model_file, "site_builder/run/tape.py"} <= read, (ref, read)
+
+
+def test_an_edit_of_the_sampling_code_invalidates_the_generation_tape(built_site):
+    """Through the cache key: the generation tape's stored inputs are valid for the tree as it
+    is, and not once model/generate.py's sample_next computes otherwise (the edit is made in the
+    key's view of the file only), so the build records the tape again."""
+    import hashlib
+    from site_builder.base.cache import BuildCache
+    from site_builder.gather.inputs import InputState
+    from site_builder.run.example_runner import ExampleStore
+    store = ExampleStore(ROOT, BuildCache(ROOT / ".build_cache"))
+    ref = "generation:temperature_replay"
+    assert store.lookup(ref), f"the session's build cached {ref}"
+    used = store.used[ref]
+    assert used.valid(InputState(ROOT))
+    rel = "model/generate.py"
+    source = (ROOT / rel).read_bytes()
+    edited = source.replace(b"z = logits / temperature", b"z = logits / (2 * temperature)")
+    assert edited != source
+    changed = InputState(ROOT)
+    changed.files[rel], changed.sources[rel] = hashlib.sha256(edited).hexdigest(), edited
+    assert not used.valid(changed), "an edit of what the recording ran must record the tape again"
