@@ -55,6 +55,11 @@ def test_bad_types_are_refused_with_what_was_expected():
 
 def test_out_of_range_values_are_refused():
     assert refused(FLOAT, 2.5) == "must be between 0 and 2, got 2.5"
+    # the value as typed, never rounded to a number inside the bounds by :g
+    assert refused(FLOAT, "2.0000001") == "must be between 0 and 2, got 2.0000001"
+    assert refused(FLOAT, " 1e3 ") == "must be between 0 and 2, got 1e3"
+    assert refused(FLOAT, 2.0000001) == "must be between 0 and 2, got 2.0000001"
+    assert refused(NUMBERS, "0 1.00000001 0") == "must be between -1 and 1, got 1.00000001"
     assert "between -1 and 1" in refused(NUMBERS, [0, 0, 3])
     assert "must be 3 numbers, got 2" in refused(NUMBERS, [0, 0])
 
