@@ -119,6 +119,7 @@
 
   // The reader's input, recomputed in this browser from the example's tape.
   async function replayMine(form) {
+    restoreMenus(form);
     const spec = JSON.parse(form.dataset.spec), args = {};
     for (const s of selects(form)) if (s.value !== TYPED) args[s.name] = JSON.parse(s.selectedOptions[0].dataset.value);
     try {
@@ -167,7 +168,18 @@
         o.textContent = `your ${input.name}`;
         s.append(o);
       }
+      if (s.value !== TYPED) s.dataset.chosen = s.value;
       s.value = TYPED;
+    }
+  }
+  // A field emptied again: its menu shows the choice it showed before the typed value.
+  function restoreMenus(form) {
+    for (const s of selects(form)) {
+      const free = form.querySelector(`input[data-free][name="${s.name}"]`);
+      if (s.value === TYPED && free && free.value === "") {
+        s.value = s.dataset.chosen;
+        unmarkTyped(s);
+      }
     }
   }
   const unmarkTyped = (s) => { const o = s.querySelector(`option[value="${TYPED}"]`); if (o) o.remove(); };
@@ -222,6 +234,7 @@
   }
 
   async function mine(form) {
+    restoreMenus(form);
     const args = {};
     for (const s of selects(form)) if (s.value !== TYPED) args[s.name] = JSON.parse(s.selectedOptions[0].dataset.value);
     for (const input of form.querySelectorAll("input[data-free]")) {

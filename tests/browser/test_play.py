@@ -2,6 +2,7 @@
 build, loaded on demand) and stays in the URL; under `serve` a typed prompt is recomputed by the
 real code and the heatmap changes without a reload. (Choosing the stepper's row and layer is
 in test_stepper.py.)"""
+import os
 import re
 
 from site_builder.run.examples import load_example
@@ -103,7 +104,9 @@ def test_a_link_with_a_typed_prompt_runs_it_under_serve(page, play_server):
     ex.locator('input[name="prompt"]').fill("1")
     ex.get_by_role("button", name="Run on my input").click()
     page.wait_for_function("() => location.search.includes('typed-prompt=1')", timeout=60000)
-    assert ex.locator('select[name="prompt"]').input_value() == "0"
+    menu = ex.locator('select[name="prompt"]')
+    assert menu.evaluate("(s) => s.selectedOptions[0].textContent") == "your prompt", "not the menu's second choice"
+    assert "prompt=1" not in page.url.replace("typed-prompt=1", "")
     page.goto(page.url)
     ex = example_with(page, "head")
     page.wait_for_function("(el) => el.querySelector('.play-status').textContent.includes('Recomputed')",
@@ -154,7 +157,7 @@ def test_a_typed_prompt_is_recomputed_by_its_tape_on_the_static_site(page, site_
 def serve_refusal(prompt):
     """What /__play answers for this prompt on the attention example: the declaration's refusal."""
     reply = Playground(ROOT).handle(dict(page="attention", example="attention-lm--ex-2", args=dict(prompt=prompt)))
-    return reply["error"]
+    return reply.get("error")
 
 
 def test_a_link_with_a_typed_prompt_runs_its_tape_on_the_static_site(page, site_url):
@@ -193,3 +196,130 @@ def test_a_typed_eps_is_recomputed_by_its_tape_on_the_static_site(page, site_url
     ex.get_by_role("button", name="Recompute on my input").click()
     reply = Playground(ROOT).handle(dict(page="layernorm", example=ex.get_attribute("id"), args=dict(eps="200")))
     assert ex.locator(".play-status").text_content() == reply["error"] == "eps must be between 0 and 100, got 200"
+
+
+SHOTS = os.environ.get("PLAY_SHOTS")    # a folder: screenshots of the four examples after typed input, for a look
+
+
+def recompute(ex, name, value):
+    ex.locator(f'input[name="{name}"]').fill(value)
+    ex.get_by_role("button", name="Recompute on my input").click()
+
+
+def shot(ex, name):
+    if SHOTS:
+        ex.screenshot(path=os.path.join(SHOTS, f"{name}.png"))
+
+
+def cells(table):
+    rows = table.locator("tbody tr")
+    return [rows.nth(i).locator("th, td").all_text_contents() for i in range(rows.count())]
+
+
+def test_a_typed_temperature_and_prompt_are_recomputed_by_their_tape_on_the_static_site(page, site_url):
+    """The generation example on a plain static server: the distribution and generate's 80
+    characters at the reader's temperature and prompt, as at_temperature gives them."""
+    requests = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(site_url + "generation.html")
+    ex = example_with(page, "temperature")
+    assert ex.locator('input[name="prompt"]').is_visible() and ex.locator('input[name="temperature"]').is_visible()
+    assert not any("tape.js" in u for u in requests), "the tape loads on first use only"
+    ex.locator('input[name="prompt"]').fill("ROMEO: What")
+    recompute(ex, "temperature", "0.7")
+    page.wait_for_function("(el) => el.querySelector('.example-body th:nth-child(3)').textContent.includes('T = 0.7')",
+                           arg=ex.element_handle(), timeout=60000)
+    want = load_example(ROOT, "generation:at_temperature")(temperature=0.7, prompt="ROMEO: What").blocks
+    tables = ex.locator(".example-body table")
+    assert cells(tables.first) == [[str(c) for c in row] for row in want[0]["rows"]], "the distribution, as NumPy's"
+    assert cells(tables.nth(1)) == want[1]["rows"], "generate's continuation: the same draws"
+    assert tables.first.locator("caption").text_content() == want[0]["caption"]
+    assert "Recomputed in your browser by replaying the tape" in ex.locator(".play-status").text_content()
+    assert "typed by the reader" in ex.locator(".provenance").text_content()
+    shot(ex, "generation")
+    ex.locator('select[name="temperature"]').select_option("2.0")   # a menu reruns the tape on the typed prompt
+    page.wait_for_function("(el) => el.querySelector('.example-body th:nth-child(3)').textContent.includes('T = 2')",
+                           arg=ex.element_handle(), timeout=60000)
+    assert "ROMEO: What" in ex.locator(".example-body table").nth(1).text_content()
+    recompute(ex, "temperature", "5.0000001")
+    reply = Playground(ROOT).handle(dict(page="generation", example=ex.get_attribute("id"), args=dict(temperature="5.0000001")))
+    assert ex.locator(".play-status").text_content() == reply["error"] == \
+        "temperature must be between 0.05 and 5, got 5.0000001", "the value as typed, as /__play says it"
+
+
+def stepper_cells(steps):
+    """The numbers a stepper shows, row by row, as the template draws them."""
+    out = []
+    for st in steps:
+        out += [t["row"] for t in st["terms"]] if st.get("terms") else ([st["before"]] if st.get("before") else [])
+        out.append(st["after"])
+    return out
+
+
+def test_typed_row_values_are_recomputed_by_their_tape_on_the_static_site(page, site_url):
+    page.goto(site_url + "block.html?row=2&layer=1")
+    ex = example_with(page, "values")
+    page.wait_for_function("(el) => el.querySelector('.stepper-note').textContent.includes('in block 1')",
+                           arg=ex.element_handle(), timeout=30000)
+    recompute(ex, "values", "1 -2.5 3 9.75")
+    page.wait_for_function("(el) => el.querySelector('.provenance').textContent.includes('typed by the reader')",
+                           arg=ex.element_handle(), timeout=30000)
+    want = load_example(ROOT, "block:block_forward_steps")(row=2, layer=1, values=[1.0, -2.5, 3.0, 9.75]).blocks[0]
+    rows = ex.locator(".example-body .stepper-step table tr")
+    shown = [rows.nth(i).locator("td").all_text_contents() for i in range(rows.count())]
+    assert shown == stepper_cells(want["steps"]), "every number of the stepper, as NumPy's"
+    assert "in block 1" in ex.locator(".stepper-note").text_content() and "Row 2" in ex.locator(".stepper-note").text_content()
+    shot(ex, "block")
+    recompute(ex, "values", "1 2 3")
+    assert ex.locator(".play-status").text_content() == "values must be 4 numbers, got 3"
+
+
+def test_each_playable_example_recomputes_typed_input_on_a_static_host(page, site_url):
+    """The four playable examples, on the site served by a plain static server: a typed value
+    changes what the example shows, and the status says the browser computed it."""
+    for slug, name, value, shows in [("attention", "prompt", "O Romeo, Romeo", "O Romeo"),
+                                     ("generation", "temperature", "1.3", "T = 1.3"),
+                                     ("layernorm", "eps", "0.25", "eps = 0.25"),
+                                     ("block", "values", "0.5 0.5 -4 2", "typed by the reader")]:
+        page.goto(site_url + f"{slug}.html")
+        ex = example_with(page, name)
+        body = ex.locator(".example-body")
+        before = body.inner_html()
+        recompute(ex, name, value)
+        page.wait_for_function("([el, text]) => el.querySelector('.example-body').innerHTML.includes(text)",
+                               arg=[ex.element_handle(), shows], timeout=60000)
+        assert body.inner_html() != before, slug
+        assert "Recomputed in your browser" in ex.locator(".play-status").text_content(), slug
+        if slug in ("attention", "layernorm"):
+            shot(ex, slug)
+
+
+def test_the_prompt_menu_says_your_prompt_after_a_typed_one(page, site_url):
+    page.goto(site_url + "attention.html?prompt=2")
+    ex = example_with(page, "head")
+    menu = ex.locator('select[name="prompt"]')
+    recompute(ex, "prompt", "the cat")
+    page.wait_for_function("(el) => el.querySelector('svg.heatmap').getAttribute('aria-label').includes('the cat')",
+                           arg=ex.element_handle(), timeout=30000)
+    assert menu.evaluate("(s) => s.selectedOptions[0].textContent") == "your prompt", "the menu names what is shown"
+    assert "prompt=2" in page.url and "__typed" not in page.url
+    menu.select_option("1")                       # back to a listed prompt: the typed one is gone
+    page.wait_for_function("(el) => el.querySelector('svg.heatmap').getAttribute('aria-label').includes('Now is')",
+                           arg=ex.element_handle(), timeout=30000)
+    assert ex.locator('input[name="prompt"]').input_value() == ""
+    assert not menu.locator('option[value="__typed"]').count()
+
+
+def test_spaces_and_an_empty_field_follow_one_declaration_on_both_paths(page, site_url):
+    """An empty field is no typed value (the menu's runs) on both paths; any other text, spaces
+    too, is checked against the declaration on both, and computed by both or refused by both."""
+    assert serve_refusal("   ") is None, "/__play computes a prompt of spaces"
+    page.goto(site_url + "attention.html")
+    ex = example_with(page, "head")
+    recompute(ex, "prompt", "   ")
+    page.wait_for_function("(el) => el.querySelector('svg.heatmap').getAttribute('aria-label').includes(\"'   '\")",
+                           arg=ex.element_handle(), timeout=30000)
+    recompute(ex, "prompt", "")
+    page.wait_for_function("(el) => el.querySelector('svg.heatmap').getAttribute('aria-label').includes('To be')",
+                           arg=ex.element_handle(), timeout=30000)
+    assert "typed-prompt" not in page.url
