@@ -693,7 +693,7 @@ def test_backward_sections_have_equations_linked_to_code(site_page, concept):
     section = section[:section.index("</section>")]
     assert 'class="equation"' in section and "Code and math connection" in section
     if concept.endswith("-back"):                      # each step's gradient is checked against central differences
-        assert 'class="gradcheck"' in section and "This code, exact inputs" in section
+        assert 'class="gradcheck cards"' in section and "This code, exact inputs" in section
 
 
 def test_the_step_map_draws_forward_and_backward_and_links_to_this_page(site_page):

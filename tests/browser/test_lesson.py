@@ -87,6 +87,18 @@ def test_the_2017_steps_computed_columns_are_on_a_phone(at, site_url):
 
 
 
+def test_a_gradient_check_shows_both_computations_on_a_phone(at, site_url):
+    """Both columns a gradient check compares, the formula's and central differences', are on
+    screen at 390 px: the table is a stack of cards there, as the comparison tables are."""
+    page = at(PHONE)
+    page.goto(site_url + "seq2seq-step.html#seq2seq-step-cross-back")
+    for label in ("From the backward formula", "From central differences", "Largest gap"):
+        cell = page.locator(f'#seq2seq-step-cross-back table.gradcheck td[data-label="{label}"]').first
+        cell.scroll_into_view_if_needed()
+        box = cell.bounding_box()
+        assert box["width"] > 200 and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], (label, box)
+
+
 @pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["phone", "desktop"])
 def test_an_anchor_lands_below_the_header(at, site_url, viewport):
     """The header wraps to two rows on a phone: a target must not land under it."""
