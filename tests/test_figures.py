@@ -108,6 +108,32 @@ def test_encoder_decoder_diagram_crosses_memory_into_cross_attention():
     assert any(n.frame and "num_enc_layers" in n.frame[1] for n in nodes if n.column == 0)
 
 
+STEP_EXPAND = ["model.seq2seq." + f for f in (
+    "forward", "encode_forward", "encoder_forward", "encoder_layer_forward", "decode_forward", "decoder_forward",
+    "decoder_layer_forward", "backward", "decode_backward", "decoder_backward", "decoder_layer_backward",
+    "encode_backward", "encoder_backward", "encoder_layer_backward")]
+
+
+def test_the_step_diagram_draws_calls_in_returns_and_calls_whose_result_is_not_kept():
+    """loss_and_grads ends `return loss, backward(...)`, and backward calls encode_backward
+    without keeping a result: both are drawn. Every returned element reaches its caller's name
+    (decoder_backward returns dY and dmemory), and a plain rebind (`dX = dmemory`) carries the
+    memory's gradient into the encoder's backward pass."""
+    index = build_index(ROOT, packages=("model",))
+    nodes = dataflow(index, "model.seq2seq.loss_and_grads", STEP_EXPAND)
+    backward = [n for n in nodes if n.column == 1]
+    assert backward and backward[0].label == "output_backward"
+    assert [n.label for n in backward].count("embed_backward") == 2           # the result of neither is kept
+    assert {n.function.split(".")[-1] for n in backward} >= {"decoder_layer_backward", "encoder_layer_backward"}
+    memory_sum = next(n for n in backward if n.kind == "add" and n.outputs == ["dmemory"])
+    assert memory_sum.inputs and nodes[memory_sum.inputs[0][0]].label == "mha_backward"
+    first_encoder = next(n for n in backward if n.function.endswith("encoder_layer_backward"))
+    assert [k for k, _ in first_encoder.inputs] == [memory_sum.key]
+    assert not any("#" in n.frame[1] for n in nodes if n.frame)               # a header's comment is no label
+    from site_builder.render.diagrams import _out_label
+    assert _out_label(backward[1]) == "dY3, dg, db"                          # three names, not one renamed twice
+
+
 def test_diagrams_are_on_their_pages_and_link_every_box(site_page):
     for slug, fn in (("block", "block_forward"), ("model", "forward"), ("seq2seq", "forward")):
         html = site_page(slug)

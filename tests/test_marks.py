@@ -16,6 +16,20 @@ def test_only_the_first_of_each_mark_is_linked():
     assert 'Tests it: t.py:3</a><a class="mark-link" href="glossary.html#mark-tests"' in out
 
 
+def test_a_mark_in_a_summary_gets_a_link_after_it():
+    """A click on a disclosure's summary opens it: the mark's words stay words, the "?" links."""
+    html = '<details><summary><span data-mark="evidence">Evidence</span>: 3 line ranges</summary></details>'
+    out = link_first_marks(html, "glossary.html")
+    assert ('<summary><span data-mark="evidence">Evidence</span><a class="mark-link" '
+            'href="glossary.html#mark-evidence"') in out
+
+
+def test_the_evidence_summary_links_to_its_entry(site_page):
+    html = site_page("block")
+    summary = re.search(r'<details class="reference provenance"[^>]*>\s*<summary>(.*?)</summary>', html, re.S).group(1)
+    assert 'href="glossary.html#mark-evidence"' in summary, summary
+
+
 def test_every_mark_on_a_page_links_once_to_an_entry(site_page):
     glossary = site_page("glossary")
     entries = set(re.findall(r'<section id="mark-([\w-]+)"', glossary))

@@ -683,8 +683,7 @@ def test_step_summary(mod):
     assert result.data["max_move"] == pytest.approx(lr, rel=1e-3)
 
 
-BACKWARD = ["ln3-back", "ffn-back", "cross-back", "masked-back", "embed-back", "pattern", "flow-forward",
-            "flow-backward", "sizes", "summary"]
+BACKWARD = ["ln3-back", "ffn-back", "cross-back", "masked-back", "embed-back", "pattern", "flow", "sizes", "summary"]
 
 
 @pytest.mark.parametrize("concept", BACKWARD)
@@ -694,20 +693,29 @@ def test_backward_sections_have_equations_linked_to_code(site_page, concept):
     section = section[:section.index("</section>")]
     assert 'class="equation"' in section and "Code and math connection" in section
     if concept.endswith("-back"):                      # each step's gradient is checked against central differences
-        assert 'class="gradcheck"' in section and "This code, exact inputs" in section
+        assert 'class="gradcheck cards"' in section and "This code, exact inputs" in section
 
 
-@pytest.mark.parametrize("concept", ["flow-forward", "flow-backward"])
-def test_flow_boxes_link_to_this_page_s_sections(site_page, concept):
-    """Every box of the two maps links to an equation of this page (links: page), none to another page."""
+def test_the_step_map_draws_forward_and_backward_and_links_to_this_page(site_page):
+    """The map of loss_and_grads (links: page) has a forward and a backward column, the backward
+    one down to both embed_backward calls (calls whose result is not kept) and reached through
+    the call inside `return loss, backward(...)`. Its boxes link to this page's sections; a box
+    no section explains (the input checks, the encoder's last residual sum) links to its line,
+    never to another page."""
     html = site_page(SLUG)
-    section = html[html.index(f'<section class="concept" id="{SLUG}-{concept}"'):]
+    section = html[html.index(f'<section class="concept" id="{SLUG}-flow"'):]
     svg = section[section.index("<svg"):section.index("</svg>")]
-    hrefs = re.findall(r'href="([^"]+)"', svg)
-    assert hrefs and all(h.startswith(f"{SLUG}.html#{SLUG}-") for h in hrefs), hrefs
-    targets = {h.split("#")[1].split("--")[0] for h in hrefs}
-    assert targets >= ({f"{SLUG}-{c}" for c in ("ln3-back", "ffn-back", "cross-back", "masked-back")}
-                       if concept == "flow-backward" else {f"{SLUG}-masked", f"{SLUG}-cross"})
+    assert '<text class="arch-col" x="12.0" y="16">forward</text>' in svg and ">backward</text>" in svg
+    assert svg.count(">embed_backward</text>") == 2 and svg.count(">output_backward</text>") == 1
+    boxes = re.findall(r'<a class="arch-node" href="([^"]+)"><title>([^<]*)</title>', svg)
+    on_page = [h for h, _ in boxes if h.startswith(f"{SLUG}.html#{SLUG}-")]
+    to_lines = [t for h, t in boxes if h not in on_page]
+    assert all(h in on_page or h.startswith("source/model/seq2seq.py.html#L") for h, _ in boxes), boxes
+    assert all(re.search(r"= check_\w+\(|return dX1 \+ dXq \+ dXkv", t) for t in to_lines), to_lines
+    targets = {h.split("#")[1].split("--")[0] for h in on_page}
+    assert targets >= {f"{SLUG}-{c}" for c in ("embed", "enc-attention", "add-norm", "ffn", "masked", "cross", "output",
+                                               "logit-grad", "ln3-back", "ffn-back", "cross-back", "masked-back",
+                                               "embed-back", "paths")}, targets
 
 
 def test_backward_quotes_are_marked(site_page):

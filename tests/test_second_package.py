@@ -236,7 +236,7 @@ def parameter_shapes(project):
 
 def test_the_gradient_check_covers_every_parameter(site, project):
     section = concept_section(page(site, "network"), "mlp-backward")
-    table = section[section.index('<table class="gradcheck">'):]
+    table = section[section.index('<table class="gradcheck cards">'):]
     rows = re.findall(r"<tr><td><code>grads\[&#39;(\w+)&#39;\]</code></td>.*?<td><code>([-+.e\d]+)</code></td></tr>",
                       table[:table.index("</table>")])
     assert [name for name, _ in rows] == list(parameter_shapes(project))

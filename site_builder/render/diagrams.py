@@ -3,11 +3,14 @@
 `dataflow(index, function, expand)` reads the statements of `function` in code order (the
 same `flow_steps` the flow lists use, so the syntax tree is parsed once, by the source index)
 and keeps the ones that make an array: a call of an indexed function (`H, c = dense_forward(X,
-...)`) or an add (`X1 = X + H`, `return X1 + Y, ...`). Each becomes a node; an edge runs from
+...)`), an add (`X1 = X + H`, `return X1 + Y, ...`), a call inside a `return` (`return loss,
+backward(dlogits, c)`), and a call whose result is not kept (`embed_backward(dX, c, grads)`, a
+backward pass's end, which only fills `grads`). Each becomes a node; an edge runs from
 the statement that last bound a name to each statement that reads it, so the picture is the
 code's own data flow: move a call in the package and the picture moves with it. Functions
 named in `expand` are drawn inside their caller (their parameters bound to the caller's
-arrays, their returned array to the caller's name), and each expanded call at the top level
+arrays, each element they return to the caller's name in the same place, a plain rebind such as
+`dX = dmemory` followed), and each expanded call at the top level
 opens a column of its own: a package of two stacks called one after the other is drawn as one
 stack beside the other, the first's output crossing into the second.
 
@@ -48,6 +51,7 @@ class Node:
     line: int = 0
     text: str = ""               # the statement's source
     outputs: list = field(default_factory=list)   # names it binds, then aliases its caller gives
+    own: int = 0                 # how many of outputs the statement binds itself (the rest are aliases)
     inputs: list = field(default_factory=list)    # (producer key, name read)
     frame: tuple = None          # (id, header text) of the enclosing for/while loop
     column: int = 0
@@ -75,14 +79,58 @@ def _is_array(name: str) -> bool:
     return name not in NOT_ARRAYS and not CACHE_NAME.match(name)
 
 
-def _targets(stmt) -> list:
+def _target_slots(stmt) -> list:
+    """The names a statement binds, by position (`X, c = f()` gives ["X", "c"]); a slot that is
+    not a plain name is None. A returned tuple's elements go to these slots in order."""
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) else []
     out = []
     for t in targets:
-        for n in (t.elts if isinstance(t, ast.Tuple) else [t]):
-            if isinstance(n, ast.Name) and _is_array(n.id):
-                out.append(n.id)
+        out.extend(n.id if isinstance(n, ast.Name) else None for n in (t.elts if isinstance(t, ast.Tuple) else [t]))
     return out
+
+
+def _targets(stmt) -> list:
+    return [n for n in _target_slots(stmt) if n is not None and _is_array(n)]
+
+
+def _loop_header(line: str) -> str:
+    """`for l in range(n):  # why` as the frame's label: no colon, no comment."""
+    return re.sub(r"\s+#.*$", "", line.strip()).rstrip(":")
+
+
+def _returned_values(stmt) -> list:
+    """The expressions a `return` gives back, one per element of a returned tuple."""
+    if stmt.value is None:
+        return []
+    return list(stmt.value.elts) if isinstance(stmt.value, ast.Tuple) else [stmt.value]
+
+
+def _callee_of(call, step):
+    """The indexed function an ast.Call inside a step calls: the step's callee when the call is
+    the statement's whole value, else the one of the step's calls spelled with the same name."""
+    func = call.func
+    spelled = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+    return next((q for q in step.calls if q.split(".")[-1] == spelled), None)
+
+
+def _aliases(index, function: str, step_lines: set) -> list:
+    """[(line, name, source name or None)]: the plain rebinds the flow steps skip as trivial
+    (`dX = dmemory` gives dX the array dmemory names; `d = 0.0` unbinds d). Read from the lines
+    the index says bind each name, so the function is not parsed a second time as a whole."""
+    info = index.function(function)
+    lines = index.files[info.file]
+    out = []
+    for name, places in index.assignments(function).items():
+        for first, last in places:
+            if first in step_lines:
+                continue
+            try:
+                stmt = ast.parse(textwrap.dedent("\n".join(lines[first - 1:last]))).body[0]
+            except (SyntaxError, IndexError):
+                continue                       # a `for` header: its target is a loop index, not an array
+            if isinstance(stmt, ast.Assign) and _target_slots(stmt) == [name]:
+                out.append((first, name, stmt.value.id if isinstance(stmt.value, ast.Name) else None))
+    return sorted(out)
 
 
 def dataflow(index, function: str, expand=()) -> list:
@@ -94,6 +142,7 @@ def dataflow(index, function: str, expand=()) -> list:
 
     def add(**kw):
         node = Node(key=len(nodes), **kw)
+        node.own = len(node.outputs)
         nodes.append(node)
         return node
 
@@ -107,71 +156,106 @@ def dataflow(index, function: str, expand=()) -> list:
                 out.append((env[name], name))
         return out
 
-    def walk(fn: str, env: dict, outer_frame, depth: int):
-        """Adds fn's nodes; returns the key of the node that makes its (first) returned array."""
+    def expand_call(fn, call, callee, slots, env, frame, depth):
+        """Draws callee inside its caller: its parameters bound to the caller's arrays, each
+        element it returns to the caller's name in the same slot. Returns the returned keys."""
+        if depth == 0:
+            if state["expanded"]:
+                state["column"] += 1
+            state["expanded"] += 1
+        params = [p for p in index.function(callee).params if p != "self"]
+        inner = {}
+        for p, arg in list(zip(params, call.args)) + [(k.arg, k.value) for k in call.keywords]:
+            if isinstance(arg, ast.Name):
+                got = read(env, [arg.id], frame, fn)
+                if got:
+                    inner[p] = got[0][0]
+        keys = walk(callee, inner, frame, depth + 1)
+        for name, key in zip(slots, keys):
+            if name is None or key is None or not _is_array(name):
+                continue
+            if name not in nodes[key].outputs:
+                nodes[key].outputs.append(name)
+            env[name] = key
+        return keys
+
+    def call_node(fn, info, st, callee, expr, outputs, env, frame):
+        node = add(kind="call", label=callee.split(".")[-1], callee=callee, function=fn, file=info.file,
+                   line=st.line, text=st.text, outputs=list(outputs),
+                   inputs=read(env, _names_read(expr), frame, fn), frame=frame, column=state["column"])
+        return node.key
+
+    def returned_key(fn, info, st, value, env, frame, depth):
+        """The node that makes one returned element: a name's producer, an add, or a call."""
+        if isinstance(value, ast.Name):
+            return env.get(value.id)
+        if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) and not any(
+                isinstance(n, ast.Call) for n in ast.walk(value)):
+            return add(kind="add", label="+", function=fn, file=info.file, line=st.line, text=st.text,
+                       inputs=read(env, _names_read(value), frame, fn), frame=frame, column=state["column"]).key
+        callee = _callee_of(value, st) if isinstance(value, ast.Call) else None
+        if callee in expand:
+            keys = expand_call(fn, value, callee, [], env, frame, depth)
+            return keys[0] if keys else None
+        if callee:
+            return call_node(fn, info, st, callee, value, [], env, frame)
+        return None
+
+    def walk(fn: str, env: dict, outer_frame, depth: int) -> list:
+        """Adds fn's nodes; returns the keys of the nodes that make its returned arrays, one per
+        returned element (None where an element is no drawn array)."""
         info = index.function(fn)
         lines = index.files[info.file]
-        returned = None
-        for st in index.flow_steps(fn):
+        steps = index.flow_steps(fn)
+        aliases = _aliases(index, fn, {st.line for st in steps})
+        returned = []
+        for st in steps:
+            while aliases and aliases[0][0] < st.line:
+                _, name, source = aliases.pop(0)
+                if source in env:
+                    env[name] = env[source]
+                else:
+                    env.pop(name, None)
             try:
                 stmt = ast.parse(textwrap.dedent(st.text)).body[0]
             except SyntaxError:
                 continue
             loops = [h for h in st.within if re.match(r"\s*(for|while)\b", lines[h - 1])]
-            frame = outer_frame or ((f"{info.file}:{loops[0]}", lines[loops[0] - 1].strip().rstrip(":"))
-                                    if loops else None)
+            frame = outer_frame or ((f"{info.file}:{loops[0]}", _loop_header(lines[loops[0] - 1])) if loops else None)
             if isinstance(stmt, ast.Return):
-                value = stmt.value.elts[0] if isinstance(stmt.value, ast.Tuple) and stmt.value.elts else stmt.value
-                if isinstance(value, ast.Name) and value.id in env:
-                    returned = env[value.id]
-                elif isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
-                    node = add(kind="add", label="+", function=fn, file=info.file, line=st.line, text=st.text,
-                               inputs=read(env, _names_read(value), frame, fn), frame=frame, column=state["column"])
-                    returned = node.key
+                returned = [returned_key(fn, info, st, v, env, frame, depth) for v in _returned_values(stmt)]
+                continue
+            value = getattr(stmt, "value", None)
+            if isinstance(stmt, ast.Expr):
+                # a call whose result is not kept: it fills grads (`embed_backward(dX, c, grads)`)
+                if st.kind == "call" and st.callee and isinstance(value, ast.Call):
+                    if st.callee in expand:
+                        expand_call(fn, value, st.callee, [], env, frame, depth)
+                    else:
+                        call_node(fn, info, st, st.callee, value, [], env, frame)
                 continue
             outputs = _targets(stmt)
             if not outputs:
                 continue
-            value = getattr(stmt, "value", None)
             if st.kind == "call" and st.callee in expand:
-                call = value if isinstance(value, ast.Call) else None
-                if call is None:
-                    continue
-                if depth == 0:
-                    if state["expanded"]:
-                        state["column"] += 1
-                    state["expanded"] += 1
-                params = [p for p in index.function(st.callee).params if p != "self"]
-                inner = {}
-                for p, arg in list(zip(params, call.args)) + [(k.arg, k.value) for k in call.keywords]:
-                    if isinstance(arg, ast.Name):
-                        got = read(env, [arg.id], frame, fn)
-                        if got:
-                            inner[p] = got[0][0]
-                key = walk(st.callee, inner, frame, depth + 1)
-                if key is not None:
-                    for name in outputs[:1]:
-                        if name not in nodes[key].outputs:
-                            nodes[key].outputs.append(name)
-                        env[name] = key
+                if isinstance(value, ast.Call):
+                    expand_call(fn, value, st.callee, _target_slots(stmt), env, frame, depth)
                 continue
             if st.kind == "call" and st.callee:
-                kind, label = "call", st.callee.split(".")[-1]
+                key = call_node(fn, info, st, st.callee, value, outputs, env, frame)
             elif st.kind == "add":
-                kind, label = "add", "+"
+                key = add(kind="add", label="+", function=fn, file=info.file, line=st.line, text=st.text,
+                          outputs=list(outputs), inputs=read(env, _names_read(value), frame, fn) if value is not None else [],
+                          frame=frame, column=state["column"]).key
             else:
                 continue
-            node = add(kind=kind, label=label, callee=st.callee if kind == "call" else None, function=fn,
-                       file=info.file, line=st.line, text=st.text, outputs=list(outputs),
-                       inputs=read(env, _names_read(value), frame, fn) if value is not None else [],
-                       frame=frame, column=state["column"])
             for name in outputs:
-                env[name] = node.key
+                env[name] = key
         return returned
 
     last = walk(function, {}, None, 0)
-    if last is not None and not nodes[last].outputs:
-        nodes[last].outputs.append("returned")
+    if last and last[0] is not None and not nodes[last[0]].outputs:
+        nodes[last[0]].outputs.append("returned")
     return nodes
 
 
@@ -185,7 +269,10 @@ def _esc(text):
 
 
 def _out_label(node):
-    return " → ".join(node.outputs)
+    """`dY3, dg, db`: the names one statement binds; `Xn2 → X → memory`: the same array under
+    its callers' names."""
+    own = [", ".join(node.outputs[:node.own])] if node.own else []
+    return " → ".join(own + node.outputs[node.own:])
 
 
 def _header_lines(header: str) -> list:
@@ -348,6 +435,8 @@ def legend(nodes: list, column_titles=()) -> str:
         parts.append("a rounded label is an input of the function")
     if any(n.outputs for n in nodes if n.kind != "input"):
         parts.append("the names under a box are the arrays it makes")
+    if any(not n.outputs for n in nodes if n.kind == "call"):
+        parts.append("a box with no name under it is a call whose result is not kept")
     if any(n.inputs for n in nodes):
         parts.append("the arrows go to the statements that read them")
     sentences = ["; ".join(parts) + "." if parts else ""]
@@ -373,6 +462,7 @@ def describe(nodes: list) -> list:
             continue
         what = "adds" if n.kind == "add" else f"{n.label} reads"
         loop = f" (inside {n.frame[1]})" if n.frame else ""
-        out.append(dict(text=f"{what} {ins or 'no array'} and makes {_out_label(n)}{loop}",
+        made = f"makes {_out_label(n)}" if n.outputs else "keeps no result"
+        out.append(dict(text=f"{what} {ins or 'no array'} and {made}{loop}",
                         href=n.href, where=f"{n.file.split('/')[-1]}:{n.line}"))
     return out

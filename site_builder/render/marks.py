@@ -7,7 +7,8 @@ the build's anchor check fails on a mark with no entry. A pass over the rendered
 than state threaded through the templates: "first on the page" spans every partial and the
 order they are included in, which only the finished HTML knows. The first mark that is a
 link itself (an equation's "Computes it: file:line") gets a small link after it, since links
-do not nest; any other is wrapped in one.
+do not nest; so does one inside a disclosure's <summary> (the evidence's "Evidence"), where a
+click on the words must still open the disclosure; any other is wrapped in one.
 """
 import re
 
@@ -28,7 +29,7 @@ def link_first_marks(html: str, glossary_href: str) -> str:
             continue
         end = close + len(m.group(1)) + 3
         out.append(html[at:m.start()])
-        if m.group(1) == "a":
+        if m.group(1) == "a" or _inside_summary(html, m.start()):
             out.append(html[m.start():end] + f'<a class="mark-link" href="{href}" data-pagefind-ignore '
                        f'title="What this mark means">?</a>')
         else:
@@ -36,3 +37,8 @@ def link_first_marks(html: str, glossary_href: str) -> str:
         at = end
     out.append(html[at:])
     return "".join(out)
+
+
+def _inside_summary(html: str, at: int) -> bool:
+    """Whether position `at` is between a <summary> and its </summary>."""
+    return html.rfind("<summary", 0, at) > html.rfind("</summary>", 0, at)

@@ -13,7 +13,14 @@
   const system = window.matchMedia("(prefers-color-scheme: dark)");
   const current = () => root.dataset.theme || (system.matches ? "dark" : "light");
   const other = () => (current() === "dark" ? "light" : "dark");
-  const show = () => { button.textContent = `Switch to ${other()} theme`; };
+  // "Switch to <dark> theme": on a phone site.css shows only the theme's name, so the title and
+  // the button share the header's first row; the accessible name stays the whole sentence.
+  const part = (text, cls) => Object.assign(document.createElement("span"), { textContent: text, className: cls });
+  const show = () => {
+    const name = other();
+    button.setAttribute("aria-label", `Switch to ${name} theme`);
+    button.replaceChildren(part("Switch to ", "theme-words"), part(name, "theme-name"), part(" theme", "theme-words"));
+  };
 
   button.hidden = false;
   show();

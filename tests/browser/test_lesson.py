@@ -87,9 +87,21 @@ def test_the_2017_steps_computed_columns_are_on_a_phone(at, site_url):
 
 
 
+def test_a_gradient_check_shows_both_computations_on_a_phone(at, site_url):
+    """Both columns a gradient check compares, the formula's and central differences', are on
+    screen at 390 px: the table is a stack of cards there, as the comparison tables are."""
+    page = at(PHONE)
+    page.goto(site_url + "seq2seq-step.html#seq2seq-step-cross-back")
+    for label in ("From the backward formula", "From central differences", "Largest gap"):
+        cell = page.locator(f'#seq2seq-step-cross-back table.gradcheck td[data-label="{label}"]').first
+        cell.scroll_into_view_if_needed()
+        box = cell.bounding_box()
+        assert box["width"] > 200 and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], (label, box)
+
+
 @pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["phone", "desktop"])
 def test_an_anchor_lands_below_the_header(at, site_url, viewport):
-    """The header wraps to three rows on a phone: a target must not land under it."""
+    """The header wraps to two rows on a phone: a target must not land under it."""
     page = at(viewport)
     for target in ("layernorm-forward--tests", "layernorm-forward--connection", "layernorm-forward--what"):
         page.goto(site_url + f"layernorm.html#{target}")
@@ -143,3 +155,21 @@ def test_masked_heatmap_cells_recede(at, site_url, scheme):
         return [getComputedStyle(r).fill, getComputedStyle(document.body).backgroundColor,
                 r.nextElementSibling.classList.contains('hatch')]; })()""")
     assert fill == bg and hatched, (fill, bg)
+
+
+def test_the_phone_header_takes_two_rows_and_the_whole_title(at, site_url):
+    """At 390 px the title, Menu and the theme button share the first row (the button says
+    "Dark" or "Light"; its accessible name is the whole sentence) and search has the second."""
+    page = at(PHONE)
+    page.goto(site_url + "seq2seq-step.html")
+    toggle = page.locator(".theme-toggle")
+    page.wait_for_function("!document.querySelector('.theme-toggle').hidden")      # theme.js labelled it
+    box = {el: page.locator(el).bounding_box() for el in (".nav-toggle", ".brand", ".theme-toggle", ".search")}
+    middle = [b["y"] + b["height"] / 2 for b in box.values()]
+    assert max(middle[:3]) - min(middle[:3]) < 4, box                      # one row: Menu, title, theme
+    assert box[".search"]["y"] >= max(b["y"] + b["height"] for b in list(box.values())[:3]), box
+    brand = page.locator(".brand")
+    assert brand.evaluate("b => b.scrollWidth <= b.clientWidth"), "the title is cut"
+    assert page.locator(".topbar").bounding_box()["height"] <= 100
+    assert toggle.inner_text() in ("Dark", "Light")
+    assert toggle.get_attribute("aria-label") == f"Switch to {toggle.inner_text().lower()} theme"

@@ -7,6 +7,7 @@ traced call (`step_calls`) and the site model's cited lines, and calls its fn_li
 and md.
 """
 from site_builder.base.problems import Problem
+from site_builder.gather.content import concepts
 from site_builder.gather.resolve import resolve_function, ResolveError
 from site_builder.render.html import line_anchor, short_file, source_url, spoken_list
 
@@ -97,7 +98,8 @@ class CallSections:
         the function it calls; an add's box to the equation of this page that cites its line;
         else to the line itself. With `links: page`, every box links to this page's equation that
         cites its line first (a page that walks through the function section by section, whose
-        sections come before the diagram's), and only then as above."""
+        sections come before the diagram's), then to this page's earlier section whose function
+        is the one the box calls, or the one the box is a line of, and only then as above."""
         from site_builder.render.diagrams import dataflow, render, describe, column_titles, legend
         d = c["diagram"]
         fn, expand = d.get("function", c["function"]), list(d.get("expand") or [])
@@ -117,12 +119,16 @@ class CallSections:
             return None
         self.site.documented.add(fn)
         nodes = dataflow(self.index, fn, expand)
+        earlier = self.sections_before(page, c)
         for n in nodes:
             eq = next((href for href, _ in self.site.cited.get((n.file, n.line), [])
                        if href.startswith(f"{page.slug}.html#")), None)
             link = self.fn_link(n.callee) if n.callee else None
+            section = earlier.get(n.callee) or earlier.get(n.function) if n.line else None
             if eq and d.get("links") == "page":
                 n.href = eq
+            elif section and d.get("links") == "page":
+                n.href = f"{page.slug}.html#{section}"
             elif n.kind == "call" and link and link["href"] and n.callee in self.fn_pages:
                 n.href = link["href"]
             elif eq:
@@ -134,6 +140,17 @@ class CallSections:
         return dict(id=f"{c['id']}--diagram", function=fn, short=fn.split(".")[-1], title=title,
                     caption=self.md(d, "caption"), legend=legend(nodes, columns),
                     svg=render(nodes, title, columns), steps=describe(nodes))
+
+    @staticmethod
+    def sections_before(page, c) -> dict:
+        """{function: id of the first concept section documenting it} over the sections of
+        `page` above `c`: the ones a reader has already passed."""
+        out = {}
+        for section in concepts(page):
+            if section.get("id") == c.get("id"):
+                break
+            out.setdefault(section.get("function"), section.get("id"))
+        return out
 
     def call_map(self):
         """The landing page's map: what one real call of call_map_root called (site_builder/run/call_map.py),
