@@ -158,3 +158,37 @@ def test_a_tests_reference_on_a_setup_line_names_the_assertion_that_reads_it(tix
     _, fix = asserts_nothing(tix, resolve_snippet(tix, "tests.test_core.test_ffn", "out, cache = ffn("))
     # line 9 reads `out`, line 11 reads `A`, computed from `cache` on line 8
     assert fix == "cite the assertion that checks it: line 9: 'np.testing.assert_allclose('; line 11: 'assert A == pytest.approx(1)'"
+
+
+OPS = '''\
+def row_sums(X):
+    """The sum of each row, kept as a column."""
+    return (X.reshape(-1, X.shape[-1]) @ ones(X.shape[-1])).reshape(*X.shape[:-1], 1)
+
+
+def row_max(X):
+    return X.max(axis=-1, keepdims=True)
+'''
+
+
+def test_a_function_renamed_since_the_commit_is_suggested_not_its_neighbour(tmp_path):
+    """Issue 30: after renaming row_sums to sum_rows, "did you mean" named row_max, the
+    closer spelling; the committed file says which function the old name became."""
+    import os
+    import subprocess
+    from tests.fixture_project import GIT_ENV
+    for rel, text in {"pkg/__init__.py": "", "pkg/ops.py": OPS, "tests/__init__.py": ""}.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-q", "--no-gpg-sign", "-m", "ops"]):
+        subprocess.run(cmd, cwd=tmp_path, env={**os.environ, **GIT_ENV}, check=True, capture_output=True)
+    ops = tmp_path / "pkg/ops.py"
+    ops.write_text(OPS.replace("def row_sums(", "def sum_rows("))
+    with pytest.raises(ResolveError) as info:
+        resolve_function(build_index(tmp_path, packages=("pkg", "tests")), "pkg.ops.row_sums")
+    assert str(info.value) == "no function pkg.ops.row_sums; did you mean pkg.ops.sum_rows?"
+    # A name the commit never had: the closest spelling, as before.
+    ops.write_text(OPS.replace("def row_sums(", "def sum_rows(").replace("def row_max(", "def row_maxi("))
+    with pytest.raises(ResolveError) as info:
+        resolve_function(build_index(tmp_path, packages=("pkg", "tests")), "pkg.ops.row_maxx")
+    assert str(info.value) == "no function pkg.ops.row_maxx; did you mean pkg.ops.row_maxi?"

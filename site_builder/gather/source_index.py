@@ -115,11 +115,23 @@ class SourceIndex(IndexBuilding, CachesAndFlow):
         # module's prefix, which made any name "close" (pkg.ops.nope -> pkg.ops.row_max).
         prefix = ".".join(parts[:known]) + "." if known else ""
         names = [q[len(prefix):] for q in self.functions if q.startswith(prefix)]
-        close = [prefix + c for c in difflib.get_close_matches(qualname[len(prefix):], names, n=1, cutoff=0.6)]
+        # A rename since the last commit first: spelling alone finds the wrong neighbour
+        # (row_sums renamed sum_rows -> "did you mean row_max?"; gather/renames.py).
+        renamed = self._renamed_since_commit(prefix[:-1], qualname[len(prefix):]) if known else None
+        close = [prefix + renamed] if renamed else \
+            [prefix + c for c in difflib.get_close_matches(qualname[len(prefix):], names, n=1, cutoff=0.6)]
         same_name = [q for q in self.functions if q.rsplit(".", 1)[-1] == parts[-1] and q not in close]
         sugg = (close + same_name)[:3] if same_name else close
         msg = f"no function {qualname}"
         return msg + f"; did you mean {' or '.join(sugg)}?" if sugg else msg
+
+    def _renamed_since_commit(self, module: str, path: str) -> Optional[str]:
+        """What `module`'s def `path` is called now, if git's HEAD has it and it was renamed."""
+        from site_builder.gather.renames import renamed_to
+        info = self.modules.get(module)
+        if info is None or info.file not in self.files:
+            return None
+        return renamed_to(self.root, info.file, "\n".join(self.files[info.file]) + "\n", path)
 
     def assignments(self, qualname: str) -> dict:
         """{local name: [(first line, last line), ...]} of every statement of `qualname` that
