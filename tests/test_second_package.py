@@ -237,7 +237,8 @@ def parameter_shapes(project):
 def test_the_gradient_check_covers_every_parameter(site, project):
     section = concept_section(page(site, "network"), "mlp-backward")
     table = section[section.index('<table class="gradcheck cards">'):]
-    rows = re.findall(r"<tr><td><code>grads\[&#39;(\w+)&#39;\]</code></td>.*?<td><code>([-+.e\d]+)</code></td></tr>",
+    rows = re.findall(r'<tr><td data-label="Gradient"><code>grads\[&#39;(\w+)&#39;\]</code></td>.*?'
+                      r'<td data-label="Largest gap"><code>([-+.e\d]+)</code></td></tr>',
                       table[:table.index("</table>")])
     assert [name for name, _ in rows] == list(parameter_shapes(project))
     assert all(float(gap) < 1e-6 for _, gap in rows), rows
