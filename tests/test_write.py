@@ -4,7 +4,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
