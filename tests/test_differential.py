@@ -511,16 +511,16 @@ class ServeEdit(Edit):
                     return ln
             raise AssertionError(f"serve did not print /{pattern}/ within {seconds} s; it printed: {seen}")
         try:
+            # serve prints this line once its watch is up (Watcher.ready): the edit is seen
             url = re.search(r"at (http://\S+/)", wait_for(r"^serving ", 120)).group(1)
-            time.sleep(0.3)
             Append(self.name, self.files, self.text).apply(p, rng)
             log = wait_for(r"changed: ", 60).strip()
             if "built" in log:
                 page = Path(self.files[0]).stem + ".html"
                 served = urllib.request.urlopen(url + page, timeout=10).read().decode("utf-8", "replace")
                 assert "edited under serve" in served, f"serve built ({log}) but does not serve the edit"
-            time.sleep(0.3)                       # the search refresh starts right after the log line ...
-            self._wait_for_lock(p)                # ... and holds the output lock until it is done
+                self._wait_for_stamp(p)           # the search refresh, after the log line, ends with the stamp
+            self._wait_for_lock(p)
             return "serve: " + re.sub(r"^\S+ ", "", log)
         finally:
             proc.send_signal(signal.SIGINT)
@@ -529,6 +529,18 @@ class ServeEdit(Edit):
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+
+    @staticmethod
+    def _wait_for_stamp(p, seconds=120):
+        """The build's stamp (site_builder/gather/fingerprint.py): a build forgets it before it
+        writes and serve records it again once the search index caught up (write_step finish)."""
+        from site_builder.gather.fingerprint import stamp_path
+        stamp = stamp_path(p.root / ".build_cache", p.site)
+        deadline = time.monotonic() + seconds
+        while not stamp.exists():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"serve wrote no stamp ({stamp}) in {seconds} s after its rebuild")
+            time.sleep(0.05)
 
     @staticmethod
     def _wait_for_lock(p):

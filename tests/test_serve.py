@@ -523,19 +523,11 @@ def test_watcher_ignores_caches_editor_files_and_the_output(tmp_path):
         (tmp_path / "content" / "a.md").write_text(f"hello {n}")
         return lambda: len(seen) > batches
 
-    # watchfiles says nothing when its watch is set up: write until a change is seen (the
-    # watch is up), then once more, so the ignored files are written while it surely is.
+    # The watcher says when its watch is up (Watcher.ready); then every file is written once.
     w.start()
     try:
-        for n in range(30):
-            came = write_all(n)
-            settle = time.monotonic() + 4                   # longer than the watcher's 1.6 s debounce
-            while not came() and time.monotonic() < settle:
-                time.sleep(0.02)
-            if seen:
-                break
-        assert seen, "the watcher saw no change in 30 tries"
-        wait_for(write_all(n + 1), 60, "the watcher's batch for the write after the first seen")
+        assert w.ready.wait(60), "the watch was not up in 60 s"
+        wait_for(write_all(1), 60, "the watcher's batch for the write after its watch was up")
     finally:
         w.stop()
     changed = {p for batch in seen for p in batch}

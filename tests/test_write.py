@@ -4,11 +4,11 @@ import os
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
 from site_builder.publish.write import write_site, output_lock, OutputLocked, OutputRefused, MARKER, MANIFEST
+from tests.timing import wait_for
 
 
 def test_swap_replaces_the_whole_tree(tmp_path):
@@ -21,17 +21,21 @@ def test_swap_replaces_the_whole_tree(tmp_path):
         p.name.endswith(".lock") for p in tmp_path.iterdir() if p.name.startswith(".site."))
 
 
-def test_a_second_writer_waits_for_the_first(tmp_path):
-    out, order = tmp_path / "site", []
+def test_a_second_writer_waits_for_the_first(tmp_path, capsys):
+    out, order, printed = tmp_path / "site", [], []
 
     def second():
-        with output_lock(out, wait_seconds=10):
+        with output_lock(out, wait_seconds=60):
             order.append("second")
+
+    def says_it_waits():
+        printed.append(capsys.readouterr().out)
+        return "waiting for it to finish" in "".join(printed)
 
     with output_lock(out):
         t = threading.Thread(target=second)
         t.start()
-        time.sleep(0.3)
+        wait_for(says_it_waits, 60, "the second writer saying it waits")     # it is blocked on the lock now
         order.append("first done")
     t.join()
     assert order == ["first done", "second"]

@@ -313,6 +313,8 @@ class Rebuilder:
 
 
 
+# How often (ms) the watch wakes with no change: its first wake-up sets Watcher.ready.
+READY_POLL_MS = 200
 EXTRA_IGNORED = (r"^4913$", r"^#.*#$", r"\.tmp$", r"\.bak$", r"\.orig$", r"\.kate-swp$")
 
 
@@ -332,6 +334,10 @@ class Watcher:
         self._dirs = dirs
         self.paths = self.current_paths()
         self._stop = threading.Event()
+        # Set once the watch is up (or has failed, its warning logged): watchfiles says nothing
+        # when it is, so a change made before then could go unseen. serve prints its
+        # "serving ... (watching ...)" line only after it; tests wait on it, never a sleep.
+        self.ready = threading.Event()
         self._thread = None
         base = watchfiles.DefaultFilter
         self._filter = base(ignore_dirs=tuple(base.ignore_dirs) + (".build_cache",),
@@ -380,8 +386,13 @@ class Watcher:
     def _run(self):
         try:
             while not self._stop.is_set():
+                # A timeout yields an empty batch: the first says the watch is set up.
                 for changes in self._watchfiles.watch(*self.paths, watch_filter=self.wanted, stop_event=self._stop,
-                                                      debounce=1600, step=50, raise_interrupt=False):
+                                                      debounce=1600, step=50, raise_interrupt=False,
+                                                      rust_timeout=READY_POLL_MS, yield_on_timeout=True):
+                    self.ready.set()
+                    if not changes:
+                        continue
                     paths = self.lasting(changes)
                     if paths:
                         self.on_change(paths)
@@ -391,6 +402,8 @@ class Watcher:
                     return               # stopped
         except Exception as e:   # the server keeps running; only rebuild-on-change is lost
             self.log(f"warning: stopped watching for changes: {type(e).__name__}: {e}")
+        finally:
+            self.ready.set()
 
     def stop(self):
         self._stop.set()

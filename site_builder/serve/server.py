@@ -20,6 +20,9 @@ from site_builder.serve.rebuild import Rebuilder, Watcher
 from site_builder.serve.site_http import SiteState, make_server
 from site_builder.serve.stopping import STOPPING, abandon, say
 
+# Only a watch that hangs takes this long (it is up before the first build ends); serve then serves anyway.
+WATCH_READY_SECONDS = 30
+
 
 def serve(root, out, host="127.0.0.1", port=8000, build=None, cache_dir=None) -> int:
     """Build once, then serve `out` on host:port and rebuild on change until Ctrl-C (exit
@@ -75,6 +78,8 @@ def serve(root, out, host="127.0.0.1", port=8000, build=None, cache_dir=None) ->
             print(f"warning: not watching for changes ({type(e).__name__}: {e}); restart to rebuild",
                   file=sys.stderr, flush=True)
         rebuilder.run_once()
+        if watcher is not None:
+            watcher.ready.wait(WATCH_READY_SECONDS)    # the line below promises the watch is up
         watching = ", ".join(p.name + "/" for p in watcher.paths) if watcher else "nothing"
         print(f"serving {out} at {server.url} (watching {watching}; Ctrl-C to stop)", flush=True)
         server.serve_forever(poll_interval=0.25)
