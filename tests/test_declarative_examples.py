@@ -87,3 +87,36 @@ def test_a_mistake_is_one_line_at_the_example(mini, edit, needle):
         build(mini, mini / "site", strict=True, use_cache=False)
     [problem] = [str(p) for p in e.value.problems if needle in str(p)]
     assert problem.startswith(f"content/pages/mini.md:{line}: ")
+
+
+ONE_ROW = "inputs: {Z: [[1.0, -2.0, 0.5]], dA: [[0.3, 0.4, 0.5]]}\n      - title: Checked"
+
+
+@pytest.mark.parametrize("old, new, needle", [
+    ("{Where Z was positive: positive}", "{Where Z was positive: positve}",
+     "step 'Where Z was positive' names 'positve', no local of relu_backward (did you mean 'positive'? "
+     "a step may name dA, positive, return)"),
+    ("{Passed back: return}", "{Passed back: [dA, 3]}",
+     "step 'Passed back' asks for change 3 of 'dA', which relu_backward changes 0 time(s)"),
+    (ONE_ROW, ONE_ROW.replace("dA:", "dAA:"),
+     "'dAA' in the inputs is no parameter of relu_backward or relu_forward (did you mean 'dA'? "
+     "the inputs may name relu_backward's dA, positive; relu_forward's Z)"),
+    (ONE_ROW, ONE_ROW.replace("Z: [[1.0, -2.0, 0.5]]", "Z: ffn_worked_parms"),
+     "'Z: ffn_worked_parms' names nothing in tests/fixtures.py (did you mean 'ffn_worked_params'?)"),
+    (ONE_ROW, ONE_ROW.replace("[[0.3, 0.4, 0.5]]", "[[0.3, 0.4]]"),
+     "declarative example: model.ops.relu_backward raised ValueError: operands could not be broadcast"),
+])
+def test_a_typo_in_steps_or_inputs_is_named_at_the_content_line(mini, old, new, needle):
+    """One problem at the example's line naming the bad name, a close spelling and the names allowed:
+    never a line inside the builder, never "run the example function by hand" (there is none)."""
+    page = PAGE.replace(old, new, 1)
+    assert page != PAGE
+    (mini / "content/pages/mini.md").write_text(page)
+    with pytest.raises(BuildFailed) as e:
+        build(mini, mini / "site", strict=True, use_cache=False)
+    [problem] = [str(p) for p in e.value.problems if "declarative example" in str(p)]
+    line = page.splitlines().index("        steps: [{Arrives: dA}, {Where Z was positive: positive}, {Passed back: return}]"
+                                   .replace(old, new)) + 1
+    assert problem.startswith(f"content/pages/mini.md:{line}: "), problem
+    assert needle in problem, problem
+    assert "site_builder/" not in problem and "by hand" not in problem, problem

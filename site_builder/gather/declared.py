@@ -11,7 +11,12 @@ KINDS = ("steps", "gradcheck")
 
 
 class DeclaredError(Exception):
-    """A declarative example that cannot be built: str(e) is its one line."""
+    """A declarative example that cannot be built: str(e) is its one line, `fix` how to mend it
+    (what the page may write instead: the names allowed, a close spelling)."""
+
+    def __init__(self, message: str, fix: str = ""):
+        super().__init__(message)
+        self.fix = fix
 
 
 # ------------------------------------------------------------------ in the content loader

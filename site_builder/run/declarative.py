@@ -39,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+from site_builder.base.problems import did_you_mean
 from site_builder.gather.declared import KINDS, DeclaredError, step_rows
 from site_builder.run.examples import ExampleResult, gradcheck_table, steps_table
 from site_builder.run.qualnames import resolve_qualname
@@ -61,7 +62,33 @@ def steps(root, function, inputs, rows):
     """A traced step table of `function` on `inputs` (for a backward, its cache from the forward)."""
     call = _Call(root, function, inputs)
     t = trace_locals(call.fn, **call.arguments(call.fn))
-    return ExampleResult([steps_table(t, [r[:2] if r[2] is None else r for r in step_rows(rows)])], call.source())
+    declared = step_rows(rows)
+    _check_steps(t, declared, function.rpartition(".")[2])
+    return ExampleResult([steps_table(t, [r[:2] if r[2] is None else r for r in declared])], call.source())
+
+
+def _check_steps(trace, rows, short):
+    """Every step names a local the traced call had (or its n-th change, or what it returned):
+    a typo is one line naming it, a close spelling and the names the steps may give."""
+    changes = {}
+    for step in trace.steps:
+        for name in step.changed:
+            changes[name] = changes.get(name, 0) + 1
+    names = list(trace.arguments) + [n for n in changes if n not in trace.arguments]
+    results = [f"return[{i}]" for i in range(len(trace.result))] if isinstance(trace.result, tuple) else []
+    allowed = names + ["return"] + results
+    for label, name, n in rows:
+        if name not in allowed:
+            close = did_you_mean(name, allowed)
+            raise DeclaredError(f"step '{label}' names '{name}', no local of {short}",
+                                (close + " " if close else "") + f"a step may name {', '.join(allowed)}")
+        if n is not None and not name.startswith("return") and not (
+                n == 0 and name in trace.arguments or 0 < n <= changes.get(name, 0)):
+            raise DeclaredError(f"step '{label}' asks for change {n} of '{name}', which {short} changes "
+                                f"{changes.get(name, 0)} time(s)",
+                                (f"write [{name}, N] with N from 1 to {changes[name]}" if changes.get(name)
+                                 else f"write {name} alone (it never changes)")
+                                + (f", or [{name}, 0] for its value as passed" if name in trace.arguments else ""))
 
 
 def gradcheck(root, function, inputs):
@@ -134,15 +161,37 @@ class _Call:
                 self.forward = None
         _note_sources(self.root, [sys.modules[__name__], self.fn, self.forward, self.fixtures])
         self.zeros_like = {k: v["zeros_like"] for k, v in self.inputs.items() if isinstance(v, dict)}
+        self._check_names()
         self._base = {k: self._resolve(k, v) for k, v in self.inputs.items() if k not in self.zeros_like}
-        for name in self.fn_params(self.fn):
-            if name not in self.inputs and name not in self._cache_params():
-                raise DeclaredError(f"the inputs give no '{name}' of {short} (its parameters: "
-                                    f"{', '.join(inspect.signature(self.fn).parameters)})")
-        unknown = [k for k in self.inputs if k not in self._all_params()]
-        if unknown:
-            raise DeclaredError(f"'{unknown[0]}' in the inputs is no parameter of {short}"
-                                + (f" or {self.forward_name}" if self.forward else ""))
+
+    def _called(self):
+        """[(short name, function)] of what the inputs feed: the function, and the forward that
+        makes its cache (when the inputs do not give the cache)."""
+        out = [(self.name.rpartition(".")[2], self.fn)]
+        if self.forward is not None:
+            out.append((self.forward_name, self.forward))
+        return out
+
+    def _allowed(self) -> str:
+        """What the inputs may name, by function: "relu_backward's dA, positive; relu_forward's Z"."""
+        return "; ".join(f"{short}'s {', '.join(inspect.signature(fn).parameters)}" for short, fn in self._called())
+
+    def _check_names(self):
+        """An input that names no parameter first (a typo names it, with a close spelling), then
+        a parameter no input gives."""
+        allowed = self._all_params()
+        for key in self.inputs:
+            if key not in allowed:
+                close = did_you_mean(str(key), sorted(allowed))
+                raise DeclaredError(f"'{key}' in the inputs is no parameter of "
+                                    + " or ".join(short for short, _ in self._called()),
+                                    (close + " " if close else "") + f"the inputs may name {self._allowed()}")
+        cached = set(self._cache_params()) & set(self.inputs)
+        for short, fn in self._called()[:1] if cached else self._called():
+            for name in self.fn_params(fn):
+                if name not in self.inputs and not (fn is self.fn and name in self._cache_params()):
+                    raise DeclaredError(f"the inputs give no '{name}' of {short}",
+                                        f"add '{name}: ...' to the inputs ({self._allowed()})")
 
     def fn_params(self, fn):
         """The parameters of fn that have no default."""
@@ -170,9 +219,12 @@ class _Call:
                 return resolve_qualname(value)
             except (ImportError, AttributeError):
                 pass
-        if re.fullmatch(r"[A-Z][A-Z0-9_]*", value):
+        known = [n for n in dir(self.fixtures) if not n.startswith("_")] if self.fixtures is not None else []
+        close = did_you_mean(value, known) if value.isidentifier() else ""
+        if re.fullmatch(r"[A-Z][A-Z0-9_]*", value) or close:     # a capital name, or a near-miss of one
             where = f"{self.fixtures_name.replace('.', '/')}.py" if self.fixtures_name else "the project's fixtures"
-            raise DeclaredError(f"'{name}: {value}' names nothing in {where}")
+            raise DeclaredError(f"'{name}: {value}' names nothing in {where}",
+                                close or "write a name the fixtures module defines, a number, or a list")
         return value
 
     def values(self):

@@ -311,7 +311,7 @@ def _run_here(root, ref, record=None):
         with record_shapes(root, shapes, record, entered) if record else record_entered(entered):
             result = fn(**split_ref(ref)[1])
     except DeclaredError as e:
-        return "failed", f"declarative example: {e}", "correct its steps or inputs on the page"
+        return "failed", f"declarative example: {e}", e.fix or "correct its steps or inputs on the page"
     except SystemExit as e:
         return "failed", f"example {ref} called sys.exit({e.code!r}) at {raising_line(e, root)}", \
             "return an ExampleResult instead of exiting; call the library function, not a command-line main()"
@@ -320,6 +320,10 @@ def _run_here(root, ref, record=None):
             "do not raise KeyboardInterrupt in an example"
     except BaseException as e:
         cause = e.__cause__ or e
+        if ref.startswith("declared:"):          # no example function to run by hand: the page gave the inputs
+            return "failed", f"declarative example: {split_ref(ref)[1].get('function')} raised " \
+                f"{type(cause).__name__}: {cause} at {raising_line(cause, root)}", \
+                "check its inputs on the page: each reaches the function as written (a list as an array)"
         return "failed", f"example {ref} raised {type(cause).__name__}: {cause} at {raising_line(cause, root)}", \
             "run the example function by hand to debug it"
     wrong = _wrong_result(result)
