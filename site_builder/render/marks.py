@@ -7,8 +7,10 @@ the build's anchor check fails on a mark with no entry. A pass over the rendered
 than state threaded through the templates: "first on the page" spans every partial and the
 order they are included in, which only the finished HTML knows. The first mark that is a
 link itself (an equation's "Computes it: file:line") gets a small link after it, since links
-do not nest; so does one inside a disclosure's <summary> (the evidence's "Evidence"), where a
-click on the words must still open the disclosure; any other is wrapped in one.
+do not nest. One inside a disclosure's <summary> (the evidence's "Evidence") gets its link as
+the disclosure's first line instead: a summary holding a link is a control inside a control
+(axe's nested-interactive), and a click on the words must still open it. Any other is wrapped
+in one.
 """
 import re
 
@@ -29,7 +31,12 @@ def link_first_marks(html: str, glossary_href: str) -> str:
             continue
         end = close + len(m.group(1)) + 3
         out.append(html[at:m.start()])
-        if m.group(1) == "a" or _inside_summary(html, m.start()):
+        if _inside_summary(html, m.start()) and (summary_end := html.find("</summary>", end)) >= 0:
+            summary_end += len("</summary>")
+            out.append(html[m.start():summary_end] + f'<p class="mark-note" data-pagefind-ignore><a class="mark-link" '
+                       f'href="{href}">What this holds: the glossary</a></p>')
+            end = summary_end
+        elif m.group(1) == "a":
             out.append(html[m.start():end] + f'<a class="mark-link" href="{href}" data-pagefind-ignore '
                        f'title="What this mark means">?</a>')
         else:
