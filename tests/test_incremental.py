@@ -182,8 +182,11 @@ def test_a_build_made_like_serve_keeps_the_stamp_true(tmp_path):
     original = (root / "content" / "pages" / "mini.md").read_text()
     good = files(root / "site")
     (root / "content" / "pages" / "mini.md").write_text(original + "A preview edit.\n")
-    result = build(root, root / "site", cache_dir=cache, defer_search=True)
-    result.finish()
+    # In a process of its own, as serve's is: the stamp lists the installed packages its process
+    # loaded, and a test process has loaded whatever the tests before this one imported.
+    serve_like = ("import sys; from pathlib import Path; from site_builder.build import build; "
+                  "r = build(Path.cwd(), Path('site'), cache_dir=Path(sys.argv[1]), defer_search=True); r.finish()")
+    subprocess.run([sys.executable, "-c", serve_like, str(cache)], cwd=root, check=True, timeout=300)
     assert "A preview edit." in (root / "site" / "mini.html").read_text()
     assert "up to date" in cli(root, cache=cache)[1]          # serve's stamp vouches for the edited tree
     (root / "content" / "pages" / "mini.md").write_text(original)
