@@ -172,7 +172,12 @@ class BuilderProcess:
     def _died(self, e):
         """One line for a builder that is gone (and a new one next time)."""
         park_if_stopping()
-        code = self.proc.poll() if self.proc is not None else None
+        code = None
+        if self.proc is not None:
+            try:                # its pipe closes a moment before it can be reaped
+                code = self.proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                pass
         self.close()
         how = (f"killed by signal {-code}" if code is not None and code < 0 else
                f"exit status {code}" if code is not None else f"{type(e).__name__}: {e}")
