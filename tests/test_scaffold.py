@@ -14,7 +14,7 @@ from site_builder.scaffold import ScaffoldError, new_concept, new_page
 from site_builder.scaffold.concept import TODO, _probe_value, _statements
 from site_builder.scaffold.kinds import parameter_kinds
 from site_builder.scaffold.page import _nav_with
-from site_builder.scaffold.tex import draft, math_name
+from site_builder.scaffold.tex import draft, math_name, tautology
 from tests.conftest import ROOT, mini_repo
 
 
@@ -133,6 +133,20 @@ def test_code_names_get_mathematical_names_that_read_back(name, tex):
 def test_a_statement_is_drafted_in_tex_or_left_to_the_author(code, tex):
     names = {n: math_name(n) for n in ("ms", "eps", "X", "s", "x", "p", "P", "logP", "rng")}
     assert draft(["s"], ast.parse(code, mode="eval").body, names, {"X", "s", "x", "P", "logP", "ms"}) == tex
+
+
+@pytest.mark.parametrize("target, code, says_nothing", [
+    ("x", "np.asarray(x)", True), ("x", "x.astype(float)", True), ("x", "x.copy()", True),
+    ("x", "x[..., None]", True), ("u", "rng.random(x.shape)", False), ("s", "X * s", False),
+])
+def test_a_statement_that_says_nothing_is_not_an_equation(target, code, says_nothing):
+    """A conversion, a copy or a broadcast drafts as `x = x`: new-concept writes no equation
+    for it; a generator's draw is the draw alone (`u \\sim U(0, 1)`), never `u = u`."""
+    names = {n: math_name(n) for n in ("X", "s", "x", "u", "rng")}
+    tex = draft([target], ast.parse(code, mode="eval").body, names, {"X", "s", "x"})
+    assert tautology(tex) is says_nothing, tex
+    if code.startswith("rng."):
+        assert tex == r"u \sim U(0, 1)"
 
 
 def test_one_equation_per_statement_that_computes_not_per_assigned_line(index):

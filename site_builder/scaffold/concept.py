@@ -322,7 +322,8 @@ def _math(index, qualname, statements, names_tex, arrays, helpers, own, tests, r
     fn_key = "" if own else f", function: {qualname}"
     drafted = [(st, draft(st.targets, st.expr, {**names_tex, **{t: ret_tex for t in st.targets if t.startswith("return")}},
                           arrays, helpers)) for st in statements]
-    drafted = [(st, tex) for st, tex in drafted if not tautology(tex)]      # `u = u` says nothing
+    said = [(st, tex) for st, tex in drafted if not tautology(tex)]         # `u = u` says nothing
+    drafted = said or [(st, None) for st, _ in drafted[-1:]]              # none left: the author writes the last
     y = []
     for i, (st, tex) in enumerate(drafted):
         target = st.targets[0] if not st.targets[0].startswith("return") else "out"
