@@ -173,6 +173,11 @@ def test_new_page_writes_front_matter_nav_and_test_and_refuses_a_taken_slug(tmp_
     assert yaml.safe_load(site)["nav"] == ["mini", "dropout"] and "# the first page" in site
     front = yaml.safe_load((root / "content" / "pages" / "dropout.md").read_text().split("---")[1])
     assert front == {"title": "Dropout", "summary": TODO, "sections": []}
+    from site_builder.gather.content import load_page
+    problems = []
+    load_page(root / "content" / "pages" / "dropout.md", "dropout", problems)
+    todo = [str(p) for p in problems if "'summary' is still TODO" in str(p)]
+    assert todo and "new-page left it for you" in todo[0], todo     # the command that wrote it
     test = (root / "tests" / "test_page_dropout.py")
     assert test.is_file() and '"dropout:" + name' in test.read_text() and any("test_page_dropout.py" in s for s in said)
     with pytest.raises(ScaffoldError, match="exists already"):
