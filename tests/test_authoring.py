@@ -536,3 +536,17 @@ def test_a_params_section_takes_an_empty_block_and_no_key_nothing_reads(tmp_path
     problems = []
     load_content(mini_repo(tmp_path, "title: t\nnav: [mini]\n", PARAMS_PAGE.format(extra=extra), {}), problems)
     assert [p.message for p in problems] == says
+
+
+def test_check_page_does_not_fail_on_another_page_s_todo(tmp_path):
+    """check --page mini is about mini: a TODO new-page left in other.md is a warning there,
+    naming its file and line; the full check still fails on it (strict)."""
+    from site_builder.build.page_check import check_pages
+    root = mini_repo(tmp_path, SITE.replace("nav: [mini]", "nav: [mini, other]"), PAGE, {})
+    other = "---\ntitle: Other\nsummary: TODO\nsections: []\n---\nIntro.\n"
+    (root / "content" / "pages" / "other.md").write_text(other)
+    failing, warnings, _ = check_pages(root, ["mini"], cache_dir=tmp_path / "cache", jobs=1)
+    assert not [p for p in failing if p.file == "content/pages/other.md"], failing
+    assert any(w.file == "content/pages/other.md" and "still TODO" in w.message for w in warnings), warnings
+    failing, _, _ = check_pages(root, ["other"], cache_dir=tmp_path / "cache", jobs=1)
+    assert any("still TODO" in p.message for p in failing), failing

@@ -14,7 +14,7 @@ from site_builder.scaffold import ScaffoldError, new_concept, new_page
 from site_builder.scaffold.concept import TODO, _probe_value, _statements
 from site_builder.scaffold.kinds import parameter_kinds
 from site_builder.scaffold.page import _nav_with
-from site_builder.scaffold.tex import draft, math_name
+from site_builder.scaffold.tex import draft, math_name, tautology
 from tests.conftest import ROOT, mini_repo
 
 
@@ -135,6 +135,20 @@ def test_a_statement_is_drafted_in_tex_or_left_to_the_author(code, tex):
     assert draft(["s"], ast.parse(code, mode="eval").body, names, {"X", "s", "x", "P", "logP", "ms"}) == tex
 
 
+@pytest.mark.parametrize("target, code, says_nothing", [
+    ("x", "np.asarray(x)", True), ("x", "x.astype(float)", True), ("x", "x.copy()", True),
+    ("x", "x[..., None]", True), ("u", "rng.random(x.shape)", False), ("s", "X * s", False),
+])
+def test_a_statement_that_says_nothing_is_not_an_equation(target, code, says_nothing):
+    """A conversion, a copy or a broadcast drafts as `x = x`: new-concept writes no equation
+    for it; a generator's draw is the draw alone (`u \\sim U(0, 1)`), never `u = u`."""
+    names = {n: math_name(n) for n in ("X", "s", "x", "u", "rng")}
+    tex = draft([target], ast.parse(code, mode="eval").body, names, {"X", "s", "x"})
+    assert tautology(tex) is says_nothing, tex
+    if code.startswith("rng."):
+        assert tex == r"u \sim U(0, 1)"
+
+
 def test_one_equation_per_statement_that_computes_not_per_assigned_line(index):
     statements = _statements(index, "model.ops.layer_norm_forward")
     cited = [s.targets[0] for s in statements]
@@ -159,6 +173,11 @@ def test_new_page_writes_front_matter_nav_and_test_and_refuses_a_taken_slug(tmp_
     assert yaml.safe_load(site)["nav"] == ["mini", "dropout"] and "# the first page" in site
     front = yaml.safe_load((root / "content" / "pages" / "dropout.md").read_text().split("---")[1])
     assert front == {"title": "Dropout", "summary": TODO, "sections": []}
+    from site_builder.gather.content import load_page
+    problems = []
+    load_page(root / "content" / "pages" / "dropout.md", "dropout", problems)
+    todo = [str(p) for p in problems if "'summary' is still TODO" in str(p)]
+    assert todo and "new-page left it for you" in todo[0], todo     # the command that wrote it
     test = (root / "tests" / "test_page_dropout.py")
     assert test.is_file() and '"dropout:" + name' in test.read_text() and any("test_page_dropout.py" in s for s in said)
     with pytest.raises(ScaffoldError, match="exists already"):

@@ -177,7 +177,7 @@ def check_leaf(obj, key, file, problems):
                                         f"write its shape ('(T, d)'), a number, or generator (new-concept could "
                                         f"not tell what {name} takes)", strict=True))
     if ok and isinstance(value, str) and re.match(r"TODO\b", value.strip()):
-        problems.append(Problem(file, line, f"'{key}' is still TODO", f"write the {key} (new-concept left it for you)",
+        problems.append(Problem(file, line, f"'{key}' is still TODO", f"write the {key} ({SCAFFOLD_OF.get(key, 'new-concept')} left it for you)",
                                 strict=True))
     if not ok:
         described = {bool: "true or false", str: "non-empty text", "list": "a non-empty list", "prefix": "text", dict: "a mapping", "scalar": "a number or text",
@@ -189,6 +189,11 @@ def check_leaf(obj, key, file, problems):
         fix = ("write a positive number of seconds, at most 3600" if want == "seconds"
                else "quote text that YAML would read as something else")
         problems.append(Problem(file, line, f"'{key}' must be {described}, got {got}", fix))
+
+
+# The key a scaffold writes TODO into, and which command: new-page writes a page's summary,
+# new-concept everything inside a section.
+SCAFFOLD_OF = {"summary": "new-page"}
 
 
 def check_site_url(site, file, problems):

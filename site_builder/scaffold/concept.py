@@ -318,17 +318,19 @@ def _symbol_rows(names, shapes, kinds=None, inside=None, scalar_locals=()) -> li
 
 def _math(index, qualname, statements, names_tex, arrays, helpers, own, tests, ret_tex, eq_prefix) -> list:
     """The YAML lines of one equation per statement."""
-    from site_builder.scaffold.tex import draft
+    from site_builder.scaffold.tex import draft, tautology
     fn_key = "" if own else f", function: {qualname}"
+    drafted = [(st, draft(st.targets, st.expr, {**names_tex, **{t: ret_tex for t in st.targets if t.startswith("return")}},
+                          arrays, helpers)) for st in statements]
+    said = [(st, tex) for st, tex in drafted if not tautology(tex)]         # `u = u` says nothing
+    drafted = said or [(st, None) for st, _ in drafted[-1:]]              # none left: the author writes the last
     y = []
-    for i, st in enumerate(statements):
-        tex_names = {**names_tex, **{t: ret_tex for t in st.targets if t.startswith("return")}}
-        tex = draft(st.targets, st.expr, tex_names, arrays, helpers)
+    for i, (st, tex) in enumerate(drafted):
         target = st.targets[0] if not st.targets[0].startswith("return") else "out"
         y += [f"      - eq: {eq_prefix}-{re.sub(r'[^a-z0-9]+', '-', target.lower()).strip('-')}",
               f"        name: {TODO}", f"        tex: {_q(tex) if tex else TODO}", "        refs:",
               f"          - {{role: {st.role}{fn_key}, snippet: {st.snippet}}}"]
-        if i == len(statements) - 1:
+        if i == len(drafted) - 1:
             y += [f"          - {r}" for r in tests]
     return y
 

@@ -8,7 +8,9 @@ names as those symbols, `*` of two arrays as `\\odot`, `/` as a fraction, `np.sq
 a reduction over the last axis as a sum over j, a comparison of arrays as an Iverson
 bracket, a generator's draw as a letter with its distribution (`u \\sim U(0, 1)`). Anything it cannot read (a slice, a call it
 does not know) gives None, and the scaffold writes TODO: a draft is the code's own
-statement, never a formula guessed from a name.
+statement, never a formula guessed from a name. A draft whose two sides are the same TeX
+(`u = np.asarray(u)`, a broadcast, two code names spelled alike) is a `tautology`: the scaffold
+writes no equation for it rather than `u = u`.
 """
 from __future__ import annotations
 
@@ -124,7 +126,8 @@ class _Drafter:
                 return self(node.value)                  # x[..., None]: the same values, broadcast
             raise ValueError("a slice")
         if isinstance(node, ast.Call):
-            return self.call(node)
+            same = _same_values(node)
+            return self(same) if same is not None else self.call(node)
         raise ValueError(type(node).__name__)
 
     def binop(self, node) -> str:
@@ -179,6 +182,30 @@ class _Drafter:
         raise ValueError(f"the call {short}")
 
 
+# Calls that return their argument's values in another container or type: the math is the argument.
+SAME_VALUES = {"asarray", "array", "asanyarray", "ascontiguousarray"}      # np.asarray(x)
+SAME_VALUES_METHODS = {"astype", "copy"}                                   # x.astype(float), x.copy()
+
+
+def _same_values(node: ast.Call):
+    """The expression whose values `node` returns unchanged (`np.asarray(u)` -> `u`), else None."""
+    func = node.func
+    if not isinstance(func, ast.Attribute):
+        return None
+    if isinstance(func.value, ast.Name) and func.value.id == "np":
+        return node.args[0] if func.attr in SAME_VALUES and len(node.args) == 1 else None
+    return func.value if func.attr in SAME_VALUES_METHODS else None
+
+
+def tautology(tex: str | None) -> bool:
+    """Whether a drafted `lhs = rhs` says nothing (`u = u`: a conversion, a broadcast, a name
+    the TeX spells like another): new-concept writes no equation for it."""
+    if not tex or " = " not in tex:
+        return False
+    lhs, _, rhs = tex.partition(" = ")
+    return lhs.replace(" ", "") == rhs.replace(" ", "")
+
+
 def draft(targets: list, expr: ast.AST, names: dict, arrays: set, helpers: dict | None = None) -> str | None:
     """`lhs = rhs` in TeX for `targets = expr`, or None when some part is not readable as math.
     `names` maps each code name to its TeX; `arrays` names the arrays (a product of two is ⊙);
@@ -190,4 +217,6 @@ def draft(targets: list, expr: ast.AST, names: dict, arrays: set, helpers: dict 
     except (ValueError, KeyError):
         return None
     lhs = ", ".join(names.get(t, t) for t in targets)
+    if drafter.draws and lhs.replace(" ", "") == rhs.replace(" ", ""):
+        return r", \quad ".join(drafter.draws)        # `u = rng.random(...)`: the draw alone, never `u = u`
     return f"{lhs} = {rhs}" + "".join(rf", \quad {d}" for d in drafter.draws)
