@@ -82,3 +82,16 @@ def test_token_rules_are_pruned_to_the_classes_in_use(built_site):
     assert ruled and ruled <= used, "no rule for a class no page uses"
     assert {"k", "nf", "c1"} <= ruled
     assert prune_token_rules(".hl .k { color: #000 }\n.hl .gh { color: #111 }\n", {"k"}) == ".hl .k { color: #000 }\n"
+
+
+def test_a_script_the_minifier_would_change_fails_at_its_line():
+    """rjsmin squeezes the spaces of a template literal nested in another's ${...}: caught by
+    comparing esprima's tokens before and after, at the source line."""
+    from site_builder.base.problems import BuildFailed
+    from site_builder.publish.assets import minify
+    assert minify("static/js/ok.js", b"const a = `x ${b} y`;\n") == b"const a=`x ${b} y`;"
+    with pytest.raises(BuildFailed) as caught:
+        minify("static/js/bad.js", b"const a = 1;\nconst s = `<rect${c ? ` class=\"${c}\"` : \"\"}>`;\n")
+    (problem,) = caught.value.problems
+    assert (problem.file, problem.line) == ("static/js/bad.js", 2)
+    assert "class=" in problem.message and "+" in problem.fix

@@ -23,7 +23,11 @@ What a page loads is part of its weight (benchmarks/page_weight.py), so:
 - The CSS and JS are shipped minified: rcssmin and rjsmin (small, long-maintained, with C
   speedups) strip comments and whitespace and nothing else, so the readable files in
   static/ stay the ones to edit. The minified copies are what pages load and what the
-  weight counts.
+  weight counts. rjsmin does not read a template literal nested in another's `${...}`: it takes
+  the inner one's text for code and squeezes its spaces (`<rect${c ? ` class=...` : ""}` became
+  `<rectclass=`, a heatmap the browser drew wrong while the unminified one tested equal). So
+  every script is tokenized before and after, by esprima (a pure-Python port of the reference
+  ECMAScript parser), and a token rjsmin changed fails the build at its line.
 - pygments.css keeps only the token classes that appear in the site's listings: Pygments
   writes a rule for every token type of every style (three times: light, dark chosen, dark
   from the system preference), and most never occur in this code.
@@ -77,7 +81,7 @@ def script_bundles(js_dir: Path, bundles) -> dict:
     files = {}
     sources = {name: script_source(js_dir, name) for names in set(map(tuple, bundles)) for name in names}
     for names in sorted(set(map(tuple, bundles))):
-        parts = [minify(".js", sources[name]).strip() for name in names]
+        parts = [minify(f"static/js/{name}.js", sources[name]).strip() for name in names]
         # A statement that ends without `;` must not run into the next script's `(`.
         parts = [p if p.endswith(b";") else p + b";" for p in parts]
         parts[1:] = [b"setTimeout(()=>{" + p + b"},0);" for p in parts[1:]]
@@ -122,8 +126,30 @@ def minify(path: str, data: bytes) -> bytes:
     if path.endswith(".css"):
         return rcssmin.cssmin(data.decode("utf-8")).encode("utf-8")
     if path.endswith(".js"):
-        return rjsmin.jsmin(data.decode("utf-8")).encode("utf-8")
+        text = data.decode("utf-8")
+        shipped = rjsmin.jsmin(text)
+        check_minified(path, text, shipped)
+        return shipped.encode("utf-8")
     return data
+
+
+def check_minified(path: str, text: str, shipped: str):
+    """Fail the build at the source line of the first token the minifier changed."""
+    import esprima
+    from site_builder.base.problems import BuildFailed, Problem
+    try:
+        before = esprima.tokenize(text, {"loc": True})
+        after = esprima.tokenize(shipped)
+    except esprima.Error as e:                # a syntax esprima (ES2017) does not read: not checkable
+        raise BuildFailed([Problem(path, getattr(e, "lineNumber", 0) or 0, f"esprima cannot read the script: {e}",
+                                   "write it in the syntax the other scripts use (ES2017)")])
+    for b, a in zip(before, after):
+        if (b.type, b.value) != (a.type, a.value):
+            raise BuildFailed([Problem(path, b.loc.start.line, f"the minifier changes {b.value!r} into {a.value!r}",
+                                       "rjsmin does not read a template literal inside another's ${...}: build the inner text with + instead")])
+    if len(before) != len(after):
+        raise BuildFailed([Problem(path, 0, f"the minifier changes the script's {len(before)} tokens into {len(after)}",
+                                   "find what rjsmin misreads (a nested template literal?) and write it another way")])
 
 
 def used_token_classes(pages) -> set:

@@ -24,6 +24,9 @@ from site_builder.base.cache import digest
 from site_builder.run.qualnames import resolve_qualname
 
 DECIMALS = 4
+# From 2**53 on a float holds no fraction, and 4 decimals of 1e161 are 165 digits of which 17 are
+# its own: such a number is printed f"{x:.4e}" (static/js/replay-views.js fmtNumber follows).
+FIXED_BELOW = 2.0 ** 53
 
 
 @dataclass
@@ -42,6 +45,8 @@ def fmt_number(x):
     x = float(x)
     if x == 0:
         return "0.0000"                   # also turns -0.0 into 0
+    if abs(x) >= FIXED_BELOW:
+        return f"{x:.{DECIMALS}e}"
     return f"{x:.{DECIMALS}f}"
 
 

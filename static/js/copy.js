@@ -60,11 +60,17 @@
   // Listings: the text of the code cells, one line each (line numbers and citations left out).
   site.decorateListings = (scope) => {
     for (const listing of scope.querySelectorAll(".listing")) {
-      if (listing.parentElement.classList.contains("listing-wrap")) continue;
-      const wrap = document.createElement("div");
-      wrap.className = "listing-wrap";
-      listing.replaceWith(wrap);
-      wrap.appendChild(listing);
+      let wrap = listing.parentElement;
+      if (!wrap.classList.contains("listing-wrap")) {
+        wrap = document.createElement("div");
+        wrap.className = "listing-wrap";
+        listing.replaceWith(wrap);
+        wrap.appendChild(listing);
+      }
+      // A body put back from its HTML (a playable example's) keeps the wrap and a button with no listener.
+      const old = wrap.querySelector(":scope > .copy-code");
+      if (old && old.copies) continue;
+      if (old) old.remove();
       const button = document.createElement("button");
       button.type = "button";
       button.className = "copy-code";
@@ -75,6 +81,7 @@
         const lines = [...listing.querySelectorAll("td.code")].map((td) => td.textContent);
         copyWith(button, lines.join("\n") + "\n", "Code");
       });
+      button.copies = true;
       wrap.appendChild(button);
     }
   };

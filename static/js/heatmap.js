@@ -155,7 +155,8 @@
         if (isMasked(i, j)) cells.push(`<rect class="masked" x="${fixed(x, 0)}" width="${cell}" height="${cell}"/>` + hatch(x, 0, cell));
         else {
           const [cls, op] = shade(grid[i][j]);
-          cells.push(`<rect${cls ? ` class="${cls}"` : ""} x="${fixed(x, 0)}" width="${cell}" height="${cell}" fill-opacity="${op}"/>`);
+          const named = cls ? ' class="' + cls + '"' : "";     // not a nested template: see assets.py
+          cells.push(`<rect${named} x="${fixed(x, 0)}" width="${cell}" height="${cell}" fill-opacity="${op}"/>`);
         }
       }
       out.push(`<g class="cells" transform="translate(0 ${y})" data-v="${values.join(" ")}">${cells.join("")}</g>`);

@@ -117,29 +117,39 @@
     return value;
   }
 
+  // The menus' values and the typed ones, checked; null (and the refusal said) if one does not fit.
+  function checkedArgs(form) {
+    // (an example with no tape ships no declaration: serve's /__play alone checks its input)
+    const spec = form.dataset.spec ? JSON.parse(form.dataset.spec) : null, args = {};
+    for (const s of selects(form)) if (s.value !== TYPED) args[s.name] = JSON.parse(s.selectedOptions[0].dataset.value);
+    for (const input of typed(form)) {
+      try {
+        args[input.name] = spec ? checked(spec[input.name], input.value) : input.value;
+      } catch (e) {
+        say(form, `${input.name} ${e.message}`, true);
+        return null;
+      }
+    }
+    return args;
+  }
+
   // The reader's input, recomputed in this browser from the example's tape.
   async function replayMine(form) {
     restoreMenus(form);
-    const spec = JSON.parse(form.dataset.spec), args = {};
-    for (const s of selects(form)) if (s.value !== TYPED) args[s.name] = JSON.parse(s.selectedOptions[0].dataset.value);
-    try {
-      for (const input of form.querySelectorAll("input[data-free]")) {
-        if (input.value === "") continue;          // empty: not typed (the menu or the default runs), as under serve
-        try {
-          args[input.name] = checked(spec[input.name], input.value);
-        } catch (e) {
-          throw new Error(`${input.name} ${e.message}`);
-        }
-      }
-    } catch (e) {
-      say(form, e.message, true);
+    // Nothing typed: the menus' choice, which this build computed (serve runs the defaults too).
+    if (!typed(form).length) {
+      await choose(form);
+      keepInUrl();
       return;
     }
+    const args = checkedArgs(form);
+    if (!args) return;
     say(form, "Loading the replayer and this example's tape…");
     try {
       const bundle = await tapeOf(form);
       const start = performance.now();
-      const { slots, said, body: own } = globalThis.playViews.VIEWS[bundle.view](bundle, args, keyOf(form));
+      const mineOnly = new Set(typed(form).map((i) => i.name));      // what the result says the reader typed
+      const { slots, said, body: own } = globalThis.playViews.VIEWS[bundle.view](bundle, args, keyOf(form), mineOnly);
       const html = (own || bundle.body).replace(/@@([^@]+)@@/g, (m, k) => (k === "svg" ? slots.svg : escapeHtml(slots[k])));
       swap(form, html);
       markTyped(form);
@@ -199,6 +209,7 @@
     const b = body(form);
     b.innerHTML = html;
     if (window.stepperInit) window.stepperInit(b);
+    if (window.site && window.site.decorateListings) window.site.decorateListings(b);    // its listings' Copy code
   }
 
   async function choose(form) {
@@ -235,6 +246,9 @@
 
   async function mine(form) {
     restoreMenus(form);
+    // Checked here first, as on a static host, so a value too long to send gets its own refusal
+    // (/__play checks it again, and refuses a body over MAX_BODY bytes).
+    if (!checkedArgs(form)) return;
     const args = {};
     for (const s of selects(form)) if (s.value !== TYPED) args[s.name] = JSON.parse(s.selectedOptions[0].dataset.value);
     for (const input of form.querySelectorAll("input[data-free]")) {

@@ -43,7 +43,8 @@
   // How the build formatted a number (site_builder/run/examples.py fmt_number, fmt_array; f"{v:.3e}"; f"{v:g}").
   const special = (x) => (Number.isNaN(x) ? "nan" : x > 0 ? "inf" : "-inf");
   const pyE = (x, d) => (Number.isFinite(x) ? pyExp(x, d) : special(x));
-  const fmtNumber = (x) => (x === 0 ? "0.0000" : Number.isFinite(x) ? globalThis.playHeatmap.fixed(x, 4) : special(x));
+  const fmtNumber = (x) => (x === 0 ? "0.0000" : !Number.isFinite(x) ? special(x)
+    : Math.abs(x) >= 2 ** 53 ? pyExp(x, 4) : globalThis.playHeatmap.fixed(x, 4));     // FIXED_BELOW
   const fmtArray = (a) => {
     const nested = (off, k) => (k === a.shape.length ? fmtNumber(a.data[off])
       : "[" + Array.from({ length: a.shape[k] }, (_, i) => nested(off + i * a.shape.slice(k + 1).reduce((p, q) => p * q, 1), k + 1)).join(", ") + "]");
@@ -98,7 +99,8 @@
 
     // The next character at a temperature, then generate's loop: each pass runs the case of its
     // context's length, and draws as NumPy's choice does with the shipped uniforms of the seed.
-    generation(bundle, args) {
+    // typed: the names the reader typed (the others are the menu's or the default), all if not given.
+    generation(bundle, args, key, typed = new Set(Object.keys(args))) {
       const prompt = args.prompt === undefined ? bundle.defaults.prompt : args.prompt;
       const t = Number(args.temperature), ids = [...prompt].map((c) => bundle.chars.indexOf(c));
       const next = () => {
@@ -109,12 +111,13 @@
       const first = next(), start = ids.length;
       for (const u of bundle.draws) ids.push(choice(ids.length === start ? first.p : next().p, u));
       const order = Array.from(first.p, (_, i) => i).sort((a, b) => first.p[b] - first.p[a]);   // stable, as argsort(-p)
+      const mine = [typed.has("prompt") && "the prompt", typed.has("temperature") && "T = " + pyG(t)].filter(Boolean).join(" and ");
       const slots = {
         prompt: show(prompt), temperature: pyG(t), window: pyRepr(prompt), seen: String(first.seen),
         rest: fmtNumber(order.slice(bundle.shown).reduce((s, i) => s + first.p[i], 0)),
         entropy: fmtNumber(first.entropy), drawn: pyRepr(bundle.chars[ids[start]]),
         continuation: show(ids.slice(start).map((i) => bundle.chars[i]).join("")),
-        source: `${bundle.recorded}; the prompt and T = ${pyG(t)} typed by the reader, the draws those of default_rng's seed`,
+        source: `${bundle.recorded}; ${mine} typed by the reader, the draws those of default_rng's seed`,
       };
       order.slice(0, bundle.shown).forEach((i, r) => { slots[`char:${r}`] = pyRepr(bundle.chars[i]); slots[`p:${r}`] = fmtNumber(first.p[i]); });
       return { slots, said: `${bundle.draws.length + 1} passes of cases T ≤ ${bundle.length}` };

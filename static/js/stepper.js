@@ -34,6 +34,8 @@
     const rows = new Map();                       // line number -> <tr> of the listing
     for (const tr of box.querySelectorAll(".stepper-code tr[data-line]")) rows.set(Number(tr.dataset.line), tr);
 
+    // A body put back from its HTML (play.js, the build's own choice) holds its first run's controls, without listeners.
+    for (const stale of box.querySelectorAll(":scope > .stepper-controls, :scope > .stepper-panel")) stale.remove();
     const controls = el("div", { class: "stepper-controls", role: "group", "aria-label": "Step through the example" });
     const prev = el("button", { type: "button", class: "stepper-prev" }, "Previous");
     const next = el("button", { type: "button", class: "stepper-next" }, "Next");

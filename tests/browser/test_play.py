@@ -91,6 +91,18 @@ def test_a_typed_prompt_is_recomputed_under_serve(page, play_server):
     assert "the cat sat on" in heatmap_label(ex), "a refused input leaves the last result"
 
 
+def test_an_input_too_long_to_send_gets_the_declarations_refusal_under_serve(page, play_server):
+    """Under serve too the page checks a typed value against the declaration before it sends
+    it, so a value longer than /__play takes is refused for what it is, as on a static host."""
+    page.goto(play_server.url + "attention.html")
+    ex = example_with(page, "head")
+    ex.locator('input[name="prompt"]').fill("a" * 20000)
+    ex.get_by_role("button", name="Run on my input").click()
+    status = ex.locator(".play-status")
+    page.wait_for_function("(el) => el.querySelector('.play-status').textContent !== ''", arg=ex.element_handle())
+    assert status.text_content() == serve_refusal("a" * 20000) == "prompt is 20000 characters long; at most 16 are allowed"
+
+
 def test_a_link_with_a_typed_prompt_runs_it_under_serve(page, play_server):
     page.goto(play_server.url + "attention.html?head=1&typed-prompt=to+be+or")
     ex = example_with(page, "head")
@@ -272,6 +284,45 @@ def test_typed_row_values_are_recomputed_by_their_tape_on_the_static_site(page, 
     shot(ex, "block")
     recompute(ex, "values", "1 2 3")
     assert ex.locator(".play-status").text_content() == "values must be 4 numbers, got 3"
+
+
+def test_an_empty_row_field_shows_the_builds_row_and_a_recomputed_body_keeps_copy_code(page, site_url):
+    """The stepper's values have no menu: empty, the field is not typed, so the page shows the
+    row this build computed, as /__play runs the function's default; not a refusal. And the
+    listings of a recomputed body keep a Copy code button that copies."""
+    reply = Playground(ROOT).handle(dict(page="block", example="block-forward--ex-1", args={}))
+    assert "error" not in reply, "/__play runs the default when nothing is typed"
+    page.goto(site_url + "block.html")
+    ex = example_with(page, "values")
+    body, status = ex.locator(".example-body"), ex.locator(".play-status")
+    first = body.text_content()           # (inner_text skips what content-visibility has not drawn)
+    listings = ex.locator(".example-body .listing").count()
+    assert listings and ex.locator(".example-body .copy-code").count() == listings
+    recompute(ex, "values", "")
+    page.wait_for_timeout(300)
+    assert status.text_content() == "" and "play-error" not in (status.get_attribute("class") or "")
+    assert body.text_content() == first, "the build's own row"
+    recompute(ex, "values", "1 -2 3 -4")
+    page.wait_for_function("(el) => el.querySelector('.provenance').textContent.includes('typed by the reader')",
+                           arg=ex.element_handle(), timeout=30000)
+    buttons = ex.locator(".example-body .copy-code")
+    assert buttons.count() == listings, "each listing of the recomputed body has its Copy code"
+    buttons.first.click()
+    page.wait_for_function("(b) => b.dataset.copied !== undefined", arg=buttons.first.element_handle())
+
+
+def test_the_provenance_names_only_what_was_typed(page, site_url):
+    """A typed temperature with the prompt left empty: the prompt is the example's default and
+    the provenance says the temperature alone was typed."""
+    page.goto(site_url + "generation.html")
+    ex = example_with(page, "temperature")
+    recompute(ex, "temperature", "0.9")
+    page.wait_for_function("(el) => el.querySelector('.provenance').textContent.includes('typed by the reader')",
+                           arg=ex.element_handle(), timeout=60000)
+    said = ex.locator(".provenance").text_content()
+    assert "T = 0.9 typed by the reader" in said and "prompt" not in said.split(";")[-1], said
+    want = load_example(ROOT, "generation:at_temperature")(temperature=0.9).blocks
+    assert cells(ex.locator(".example-body table").first) == [[str(c) for c in row] for row in want[0]["rows"]]
 
 
 def test_each_playable_example_recomputes_typed_input_on_a_static_host(page, site_url):
