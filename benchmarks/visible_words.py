@@ -41,15 +41,20 @@ COUNT = """() => {
 
 def measure(site):
     from playwright.sync_api import sync_playwright
-    pages = sorted(p for p in Path(site).glob("*.html") if p.name != "404.html")
-    out = {}
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        for p in pages:
-            page.goto(p.resolve().as_uri())
-            out[p.name] = page.evaluate(COUNT)
+        out = measure_in(browser.new_page(viewport={"width": 1280, "height": 900}), site)
         browser.close()
+    return out
+
+
+def measure_in(page, site):
+    """{file name: [visible words, words before the first disclosure, visible test links]}, each
+    of the site's pages loaded in `page` (a Playwright page)."""
+    out = {}
+    for p in sorted(p for p in Path(site).glob("*.html") if p.name != "404.html"):
+        page.goto(p.resolve().as_uri())
+        out[p.name] = page.evaluate(COUNT)
     return out
 
 
