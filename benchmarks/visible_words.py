@@ -8,9 +8,10 @@ page is loaded from disk, every <details> is closed, and the words of `main`'s i
 counted (runs of non-space characters, so a number, a symbol or a line reference is one word).
 innerText leaves out what is not drawn, so a closed disclosure counts only its summary line
 (`content-visibility: auto`, which skips parts far off screen, is turned off first).
-A second column counts the links to a test's source (`source/tests/...`) a reader sees, the
-listings of tests the provenance disclosures fold away. Prints a markdown table;
-exit status 1 only when there is no page to measure.
+A second column counts the words before the page's first disclosure (all of them on a page
+with none): what a reader sees before the first thing to open. A third counts the links to a
+test's source (`source/tests/...`) a reader sees, the listings of tests the provenance
+disclosures fold away. Prints a markdown table; exit status 1 only when there is no page to measure.
 """
 import argparse
 import sys
@@ -23,24 +24,43 @@ COUNT = """() => {
   document.head.appendChild(style);
   for (const d of document.querySelectorAll("details")) d.open = false;
   const main = document.querySelector("main");
-  const words = (main.innerText.match(/\\S+/g) || []).length;
+  const count = () => (main.innerText.match(/\\S+/g) || []).length;
+  const words = count();
   const tests = [...main.querySelectorAll('a[href*="source/tests/"]')].filter(a => a.checkVisibility()).length;
-  return [words, tests];
+  // The words before the first disclosure: cut it and all after it (the page is loaded afresh next)
+  const first = main.querySelector("details");
+  if (first) {
+    const rest = document.createRange();
+    rest.setStartBefore(first);
+    rest.setEndAfter(main.lastChild);
+    rest.deleteContents();
+  }
+  return [words, count(), tests];
 }"""
 
 
 def measure(site):
     from playwright.sync_api import sync_playwright
-    pages = sorted(p for p in Path(site).glob("*.html") if p.name != "404.html")
-    out = {}
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        for p in pages:
-            page.goto(p.resolve().as_uri())
-            out[p.name] = page.evaluate(COUNT)
+        out = measure_in(browser.new_page(viewport={"width": 1280, "height": 900}), site)
         browser.close()
     return out
+
+
+def measure_in(page, site):
+    """{file name: [visible words, words before the first disclosure, visible test links]}, each
+    of the site's pages loaded in `page` (a Playwright page)."""
+    out = {}
+    for p in sorted(p for p in Path(site).glob("*.html") if p.name != "404.html"):
+        page.goto(p.resolve().as_uri())
+        out[p.name] = page.evaluate(COUNT)
+    return out
+
+
+def change(before, after):
+    """'+12 (+3%)', or 'new' for a page the first site does not have."""
+    return f"{after - before:+,} ({(after - before) / before:+.0%})" if before else "new"
 
 
 def main(argv=None):
@@ -54,19 +74,21 @@ def main(argv=None):
         return 1
     before = measure(args.before) if args.before else None
     if before:
-        print("| page | visible words before | after | change | visible test links before | after |")
-        print("| --- | ---: | ---: | ---: | ---: | ---: |")
-        for name, (words, first) in after.items():
-            b, bf = before.get(name, (0, 0))
-            change = f"{(words - b) / b:+.0%}" if b else "new"
-            print(f"| {name} | {b:,} | {words:,} | {change} | {bf:,} | {first:,} |")
-        tb, ta = sum(v[0] for v in before.values()), sum(v[0] for v in after.values())
-        print(f"| all | {tb:,} | {ta:,} | {(ta - tb) / tb:+.0%} | | |")
+        print("| page | visible words before | after | change | before the first disclosure: before | after"
+              " | change | visible test links before | after |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for name, (words, head, tests) in after.items():
+            b, bh, bt = before.get(name, (0, 0, 0))
+            print(f"| {name} | {b:,} | {words:,} | {change(b, words)} | {bh:,} | {head:,} | {change(bh, head)}"
+                  f" | {bt:,} | {tests:,} |")
+        total = [sum(v[i] for v in site.values()) for site in (before, after) for i in (0, 1)]
+        print(f"| all | {total[0]:,} | {total[2]:,} | {change(total[0], total[2])} | {total[1]:,} | {total[3]:,}"
+              f" | {change(total[1], total[3])} | | |")
     else:
-        print("| page | visible words | visible test links |")
-        print("| --- | ---: | ---: |")
-        for name, (words, first) in after.items():
-            print(f"| {name} | {words:,} | {first:,} |")
+        print("| page | visible words | before the first disclosure | visible test links |")
+        print("| --- | ---: | ---: | ---: |")
+        for name, (words, head, tests) in after.items():
+            print(f"| {name} | {words:,} | {head:,} | {tests:,} |")
     return 0
 
 

@@ -151,6 +151,20 @@ def test_gradcheck_gaps_are_tiny():
             assert float(row["gap"]) < 1e-8, (name, row["name"], row["gap"])
 
 
+def test_a_gradient_check_is_closed_and_its_summary_gives_the_verdict(site_page):
+    """Issue 27: the check's table (each gradient twice) is folded away; its summary counts the
+    gradients and gives the largest of the table's own gaps."""
+    html = site_page("block")
+    checks = re.findall(r'<details class="reference gradcheck"><summary>(.*?)</summary>\s*'
+                        r'<div class="scroll"><table class="gradcheck cards">(.*?)</table>', html, re.S)
+    assert len(checks) == html.count('<table class="gradcheck'), "a gradient check outside its disclosure"
+    assert len(checks) >= 2
+    for summary, table in checks:
+        gaps = re.findall(r'<td data-label="Largest gap"><code>(.*?)</code>', table)
+        worst = max(gaps, key=float)
+        assert summary == f"Checked against central differences: {len(gaps)} gradients, largest gap {worst}", summary
+
+
 def test_references_json_matches_the_source(built_site):
     refs = json.loads((built_site / "references.json").read_text())
     assert refs["references"], "no references recorded"

@@ -89,9 +89,13 @@ def test_the_2017_steps_computed_columns_are_on_a_phone(at, site_url):
 
 def test_a_gradient_check_shows_both_computations_on_a_phone(at, site_url):
     """Both columns a gradient check compares, the formula's and central differences', are on
-    screen at 390 px: the table is a stack of cards there, as the comparison tables are."""
+    screen at 390 px, once its closed disclosure is opened: the table is a stack of cards there,
+    as the comparison tables are."""
     page = at(PHONE)
     page.goto(site_url + "seq2seq-step.html#seq2seq-step-cross-back")
+    check = page.locator("#seq2seq-step-cross-back details.gradcheck").first
+    assert check.evaluate("d => d.open") is False
+    check.locator("summary").click()
     for label in ("From the backward formula", "From central differences", "Largest gap"):
         cell = page.locator(f'#seq2seq-step-cross-back table.gradcheck td[data-label="{label}"]').first
         cell.scroll_into_view_if_needed()
@@ -173,3 +177,20 @@ def test_the_phone_header_takes_two_rows_and_the_whole_title(at, site_url):
     assert page.locator(".topbar").bounding_box()["height"] <= 100
     assert toggle.inner_text() in ("Dark", "Light")
     assert toggle.get_attribute("aria-label") == f"Switch to {toggle.inner_text().lower()} theme"
+
+
+def test_visible_words_counts_the_closed_page_and_the_words_before_the_first_disclosure(page, tmp_path):
+    """benchmarks/visible_words.py, the measure of issue 27: a closed disclosure is its summary;
+    the words before the first disclosure stop at it, and a page with none is all of them."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "visible_words.py"
+    spec = importlib.util.spec_from_file_location("visible_words", path)
+    visible_words = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(visible_words)
+    (tmp_path / "a.html").write_text("<main><section><p>one two</p><details open><summary>three</summary>"
+                                     "<p>folded away</p></details></section><p>four <a href='source/tests/t.html'>five</a>"
+                                     "</p></main>", encoding="utf-8")
+    (tmp_path / "b.html").write_text("<main><p>one <a href='source/tests/t.html'>two</a></p></main>", encoding="utf-8")
+    (tmp_path / "404.html").write_text("<main><p>not measured</p></main>", encoding="utf-8")
+    assert visible_words.measure_in(page, tmp_path) == {"a.html": [5, 2, 1], "b.html": [2, 2, 1]}
