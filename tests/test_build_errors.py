@@ -305,6 +305,17 @@ def test_a_function_outside_the_documented_code_is_one_short_line_at_the_concept
     assert "model/ and tests/" in line and "indexed modules" not in line and "update the snippet" not in line
 
 
+def test_a_concept_whose_function_is_not_found_gets_one_line_not_its_followers(mini):
+    """Every symbol, shape and reference of a concept with no function fails too; those lines
+    (a probe to declare, a local that is not there) proposed wrong fixes and hid the cause."""
+    for cited, said in [("json.dumps", "is not in the documented code"), ("model.gradcheck.rel_eror", "did you mean")]:
+        page = PAGE.replace("model.gradcheck.rel_error", cited)
+        lines = [l for l in problems_of(mini, page) if l.startswith("content/pages/mini.md:")]
+        assert len(lines) == 1, lines
+        assert lines[0].startswith("content/pages/mini.md:6: ") and said in lines[0], lines[0]
+        assert "more line(s) that follow are not listed" in lines[0] and "probe" not in lines[0]
+
+
 @pytest.mark.parametrize("timeout", ["0", "-5"])
 def test_a_timeout_that_is_not_positive_says_so_not_quote_text(mini, timeout):
     page = PAGE.replace('run: "mini:compare"}', f'run: "mini:compare", timeout: {timeout}}}')

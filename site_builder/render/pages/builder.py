@@ -11,7 +11,7 @@ A page is gathered into a SiteModel of its own (build_page), so the page cache c
 and a forked child can send it back; `merge` adds it to the site's, in navigation order.
 """
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from site_builder.gather.content import concepts, section_kind
 from site_builder.gather.project import load_project
@@ -221,6 +221,24 @@ class PageBuilder(PageCache, ExampleSections, ShapeBlocks, SymbolRows, CallSecti
         self.problems.extend(part.problems)
 
     def concept(self, page, c):
+        before = len(self.problems)
+        section = self._concept(page, c)
+        if section["main"] is None:              # its function did not resolve: the rest follows from that
+            self._keep_the_cause(before)
+        return section
+
+    def _keep_the_cause(self, before):
+        """The concept's first problem (its function's) in place of every later one: with no
+        function, each symbol, shape and reference of the concept fails, and 27 lines proposing
+        a probe hid the one that mattered (json.dumps cited as a concept)."""
+        cause, follows = self.problems[before:before + 1], self.problems[before + 1:]
+        if not follows:
+            return
+        del self.problems[before:]
+        if cause:                                # (none: said once already, for another concept of the page)
+            self.problems.append(replace(cause[0], message=f"{cause[0].message}; {len(follows)} more line(s) that follow are not listed"))
+
+    def _concept(self, page, c):
         sid, fn = c["id"], c["function"]
         main = self.resolve(fn, None, page.file, c.line_of("function"))
         if main:
