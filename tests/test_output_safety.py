@@ -347,3 +347,15 @@ def test_a_mount_point_is_refused_before_building(repo, tmp_path, monkeypatch):
     with pytest.raises(OutputRefused, match=r"mount point.*--out .*mnt/site"):
         check_output(mount, repo)
     check_output(mount / "site", repo)      # a folder inside it is fine
+
+
+def test_a_read_only_place_is_refused_before_building(repo, tmp_path, monkeypatch):
+    """A read-only mount (or folder) fails only at the lock, after the whole build: refused first,
+    naming the folder that cannot be written (the nearest one that exists)."""
+    locked = tmp_path / "ro"
+    locked.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: os.path.realpath(p) != str(locked) and real_access(p, mode, **kw))
+    with pytest.raises(OutputRefused, match=r"--out .*ro/new/site cannot be written: .*ro is read-only"):
+        check_output(locked / "new" / "site", repo)
+    check_output(tmp_path / "elsewhere", repo)

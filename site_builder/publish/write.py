@@ -118,6 +118,10 @@ def check_output(out, root=None):
         raise OutputRefused(f"--out {shown} is a mount point, and a build replaces its output folder whole by "
                             f"renaming it, which a mount point refuses (build into a folder inside it, e.g. "
                             f"--out {Path(shown) / 'site'}, and serve that)")
+    home = next(p for p in real.parents if p.exists())      # where the lock and the temporary folder go
+    if not os.access(home, os.W_OK | os.X_OK):              # a read-only mount: refused before a 90 s build, not after
+        raise OutputRefused(f"--out {shown} cannot be written: {home} is read-only to this user (make it writable, "
+                            f"or choose another --out)")
     if os.path.lexists(out) and os.path.exists(real) and not real.is_dir():
         raise OutputRefused(f"--out {shown} is a file, not a folder (choose a new folder, or move the file away)")
     if real.is_dir():
