@@ -285,6 +285,29 @@ def test_retrain_trains_again_and_reruns_exactly_the_examples_that_read_the_runs
     assert "run 2" in (mini / "site" / "mini.html").read_text()
 
 
+def test_an_example_that_reads_a_run_is_keyed_on_the_packages_syntax_trees_not_its_bytes(tmp_path, monkeypatch):
+    """A training run's key reads every package file for its syntax tree, and so does each
+    example that reads the run: a comment (a new text of no function it entered) reruns none of
+    them, where it used to rerun every reader; a code edit anywhere retrains and reruns them."""
+    from site_builder.run import training_run
+    monkeypatch.setattr(training_run, "_state", {"cache": BuildCache(None), "retrain": False})
+    page = PAGE.replace('      - {title: A schedule, run: "sched:schedule"}',
+                        '      - {title: A schedule, run: "sched:schedule"}\n      - {title: The run, run: "runs:reader"}')
+    mini = mini_repo(tmp_path, SITE, page, {"grad": GRAD, "sched": SCHED, "runs": RUN_READER}, copy=("model",))
+    (mini / "content" / "hooks.py").write_text(RUN_HOOKS)
+    log = tmp_path / "trained.log"
+    trained = lambda: log.read_text().split() if log.exists() else []
+    cache = tmp_path / "cache"
+    assert build(mini, mini / "site", cache_dir=cache, jobs=1).examples_run == 4
+    touch(mini / "model" / "ops.py", "# a comment, in no function\n")
+    commented = build(mini, mini / "site", cache_dir=cache, jobs=1)
+    assert (commented.examples_run, len(trained())) == (0, 2), "no reader runs again, nothing trains"
+    touch(mini / "model" / "ops.py", "EDITED = 1\n")
+    edited = build(mini, mini / "site", cache_dir=cache, jobs=1)
+    assert len(trained()) == 4 and edited.examples_run >= 1
+    assert "run 2" in (mini / "site" / "mini.html").read_text(), "the reader shows the run trained again"
+
+
 def test_a_runs_key_is_on_the_package_the_recipe_and_the_inputs_it_names(tmp_path):
     """The training runs' key (site_builder/run/training_run.py run_key): the syntax trees of the
     package and of the hooks file (the recipe), and what the recipe passes (its corpus, its

@@ -22,6 +22,10 @@ the child process that runs it:
   through): a file only imported is keyed on the functions entered and its module-level code
   (site_builder/gather/function_keys.py), a file read as text on its bytes. The tracer's own
   reads of the lines it traced (`quiet_source`) are of functions entered, and do not count.
+* which files it read only for their *syntax tree* (`syntax_tree_read`: a training run's key,
+  site_builder/run/training_run.py): keyed on the tree without positions, so a comment or a
+  moved function leaves it, as it leaves the run. Without this kind a run's readers were keyed
+  on every package file's bytes, and a comment in one function ran 89 examples again.
 
 The recorded set is stored next to the result. A later build reuses the result only if
 every recorded input still has the digest it had (`Inputs.valid`). Files are hashed, not
@@ -46,6 +50,7 @@ IGNORED_TOP = {".git", ".build_cache", "site", ".pytest_cache", "test-results", 
 
 _active = []          # the Recorder running in this process, if any (audit hooks cannot be removed)
 _quiet = [0]          # > 0 while the tracer reads the lines of the functions it traced
+_tree = [0]           # > 0 while a file is read for its syntax tree alone
 
 
 class quiet_source:
@@ -59,6 +64,29 @@ class quiet_source:
     def __exit__(self, *exc):
         _quiet[0] -= 1
         return False
+
+
+class syntax_tree_read:
+    """While a file is read only to take its syntax tree (`syntax_tree`): an input on that tree,
+    not on the file's bytes."""
+
+    def __enter__(self):
+        _tree[0] += 1
+
+    def __exit__(self, *exc):
+        _tree[0] -= 1
+        return False
+
+
+def syntax_tree(data: bytes) -> str:
+    """A Python source's syntax tree without positions (comments, blank lines and moved code
+    leave it); the text itself if it does not parse."""
+    import ast
+    text = data.decode("utf-8", "replace")
+    try:
+        return ast.dump(ast.parse(text), include_attributes=False)
+    except SyntaxError:
+        return text
 
 
 def note_entered(first_lines):
@@ -83,7 +111,10 @@ def _audit(event, args):
     if event == "open":
         path, mode, flags = args
         if isinstance(path, (str, bytes, os.PathLike)) and _is_read(mode, flags):
-            recorder.note_file(os.fsdecode(path), as_text=not _quiet[0] and not _from_import_system())
+            if _tree[0]:
+                recorder.note_tree(os.fsdecode(path))
+            else:
+                recorder.note_file(os.fsdecode(path), as_text=not _quiet[0] and not _from_import_system())
     elif event in ("os.listdir", "os.scandir"):
         path = args[0] if args else "."
         if isinstance(path, (str, bytes, os.PathLike)) and not _from_import_system():
@@ -117,6 +148,7 @@ class Recorder:
         self.files, self.dirs, self.stats = set(), set(), set()
         self.missing = set()          # top-level modules an import looked for and did not find
         self.text_reads = set()       # files read other than by importing them
+        self.tree_reads = set()       # files read for their syntax tree alone
         self.entered = None           # (file, first line) of the code objects run, once note_entered says
         self.busy = False
 
@@ -140,6 +172,11 @@ class Recorder:
             self.files.add(rel)
             if as_text:
                 self.text_reads.add(rel)
+
+    def note_tree(self, path: str):
+        rel = self._inside(path)
+        if rel and os.path.isfile(path):
+            self.tree_reads.add(rel)
 
     def note_dir(self, path: str):
         rel = self._inside(path)
@@ -295,16 +332,18 @@ class Inputs:
     packages: tuple          # (name, file, size, mtime, ((module file, size, mtime), ...))
     kinds: tuple = ()        # (relative path, "file" / "dir" / "missing") of paths it looked at
     functions: tuple = ()    # (relative path, def paths, digest): files keyed on the functions entered
+    trees: tuple = ()        # (relative path, digest): files read for their syntax tree alone
 
     def valid(self, state: "InputState") -> bool:
         return (all(state.file(rel) == d for rel, d in self.files)
+                and all(state.tree(rel) == d for rel, d in self.trees)
                 and all(state.functions(rel, paths) == d for rel, paths, d in self.functions)
                 and all(state.listing(rel) == d for rel, d in self.dirs)
                 and all(state.kind(rel) == k for rel, k in self.kinds)
                 and packages_unchanged(self.packages, state))
 
     def key(self) -> str:
-        return digest(self.files, self.dirs, self.packages, self.kinds, self.functions)
+        return digest(self.files, self.dirs, self.packages, self.kinds, self.functions, self.trees)
 
 
 def _starts_at(o, path: str, line: int) -> bool:
@@ -319,7 +358,7 @@ class InputState:
     def __init__(self, root: Path):
         self.root = Path(root)
         self.files, self.dirs, self.packages, self.stats = {}, {}, {}, {}
-        self.sources, self.outlines, self.parts = {}, {}, {}
+        self.sources, self.outlines, self.parts, self.trees = {}, {}, {}, {}
 
     def file(self, rel: str) -> str:
         if rel not in self.files:
@@ -331,6 +370,15 @@ class InputState:
             if rel.endswith(".py"):           # outlined, when asked, from the very bytes hashed
                 self.sources[rel] = data
         return self.files[rel]
+
+    def tree(self, rel: str) -> str:
+        """The digest of the file's syntax tree (syntax_tree), "missing" if it is gone."""
+        if rel not in self.trees:
+            try:
+                self.trees[rel] = digest(syntax_tree((self.root / rel).read_bytes()))
+            except OSError:
+                self.trees[rel] = "missing"
+        return self.trees[rel]
 
     def outline(self, rel: str):
         """The file's Outline (site_builder/gather/function_keys.py), None if missing or unparsable."""
@@ -371,7 +419,7 @@ class InputState:
             self.packages[name] = package_identity(name, str(self.root))
         return self.packages[name]
 
-    def freeze(self, files, dirs, packages, looked_at=(), entered=None, text_reads=(), code_folders=()) -> Inputs:
+    def freeze(self, files, dirs, packages, looked_at=(), entered=None, text_reads=(), code_folders=(), tree_reads=()) -> Inputs:
         """The Inputs of a computation that read `files` and `dirs` (relative), loaded
         `packages`, and asked whether the paths `looked_at` exist. With `entered`, the
         (file, first line) of the code it ran: the Python files of `code_folders` it did not
@@ -384,7 +432,8 @@ class InputState:
                       dirs=tuple((d, self.listing(d)) for d in sorted(set(dirs))),
                       packages=tuple(sorted(set(packages))),
                       kinds=tuple((p, self.kind(p)) for p in sorted(set(looked_at) - set(files))),
-                      functions=tuple((rel, paths, self.functions(rel, paths)) for rel, paths in by_functions.items()))
+                      functions=tuple((rel, paths, self.functions(rel, paths)) for rel, paths in by_functions.items()),
+                      trees=tuple((rel, self.tree(rel)) for rel in sorted(set(tree_reads))))
 
     def _by_functions(self, files, entered, text_reads, code_folders) -> dict:
         """{file: def paths} of the files keyed on their functions (function_keys)."""

@@ -208,7 +208,7 @@ def _recording(root: Path, store: ExampleStore, fn, module):
               for f in static_inputs(root, m)}
     return value, store.state.freeze(recorder.files | static, recorder.dirs, recorder.packages(), recorder.stats,
                                      entered=recorder.entered, text_reads=recorder.text_reads,
-                                     code_folders=_code_folders(root))
+                                     code_folders=_code_folders(root), tree_reads=recorder.tree_reads)
 
 
 def _code_folders(root) -> tuple:
@@ -331,9 +331,11 @@ def _run_here(root, ref, record=None):
         return "failed", f"example {ref} returned {wrong}", "return ExampleResult(blocks, source) from site_builder.run.examples"
     result.shapes = shapes
     result.runs = tuple(sorted(training_run.runs_read()))
-    # A training run ran code this child did not see; a module of the project's code imported
-    # from another folder ran code that is not the files the key reads.
-    if None not in entered and not result.runs and not _ran_from_elsewhere(root, entered):
+    # A training run read here ran code this child may not have seen, but its key read the
+    # syntax tree of every package file (training_run.code_fingerprints), which is in this
+    # result's inputs (inputs.syntax_tree_read). A module of the project's code imported from
+    # another folder ran code that is not the files the key reads.
+    if None not in entered and not _ran_from_elsewhere(root, entered):
         note_entered((code.co_filename, code.co_firstlineno, code.co_qualname) for code in entered)
     return "ok", result
 

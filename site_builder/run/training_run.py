@@ -20,7 +20,6 @@ Trade-offs:
   stopped and resumed at each snapshot, and the JSON lines it logs without the wall-clock
   fields that would make two builds differ, are how any run the pages read stays reproducible.
 """
-import ast
 import json
 from pathlib import Path
 
@@ -43,12 +42,12 @@ def _retrain(kind: str) -> bool:
 
 def code_fingerprint(path: Path) -> str:
     """The source's syntax tree without positions: comments, blank lines and moved code
-    leave it unchanged, so they do not retrain (nothing the run shows depends on line numbers)."""
-    text = path.read_text(encoding="utf-8")
-    try:
-        return ast.dump(ast.parse(text), include_attributes=False)
-    except SyntaxError:
-        return text
+    leave it unchanged, so they do not retrain (nothing the run shows depends on line numbers).
+    Read as a tree, so an example that reads the run is keyed on the tree too, not the bytes."""
+    from site_builder.gather.inputs import syntax_tree, syntax_tree_read
+    with syntax_tree_read():
+        data = path.read_bytes()
+    return syntax_tree(data)
 
 
 def code_fingerprints(root: Path) -> list:
