@@ -32,9 +32,10 @@ the part of the key that file gives is its *outline* (`Outline`), not its bytes:
 Which functions a run entered comes from the profile hook the example already runs under
 (site_builder/run/shape_recorder.py); the code objects are mapped to the function whose lines
 hold their first line. Anything not covered falls back to the whole file's bytes: a file the run
-read as text (a source index, a training run's key, `inspect.getsource`), a file that does not
-parse, a run that read a training run, a run whose entered set is unknown (a shape probe, an
-example module loaded before the child started).
+read as text (a source index, `inspect.getsource`), a file that does not parse, a run whose
+entered set is unknown (a shape probe, an example module loaded before the child started). A
+training run's key reads every package file for its syntax tree, so a run's reader is keyed on
+those trees as well (site_builder/gather/inputs.py `syntax_tree_read`), not on their bytes.
 """
 from __future__ import annotations
 
