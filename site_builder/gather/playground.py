@@ -31,6 +31,7 @@ import ast
 import functools
 import itertools
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -290,15 +291,28 @@ def validate(spec: dict, value, vocabulary=None, rules: TextRules = None):
     raise InvalidInput(f"has an unknown type {kind!r}")
 
 
+NUMBER_LIMIT = 40           # characters of a typed number
+# What a typed number may look like: Python's float() syntax without its underscores (float('1_0')
+# is 10) and its non-ASCII digits, so that static/js/play.js reads the same texts the same way.
+NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\Z", re.ASCII)
+WHOLE_NUMBER = re.compile(r"[+-]?\d+\Z", re.ASCII)
+NOT_FINITE = re.compile(r"[+-]?(inf|infinity|nan)\Z", re.IGNORECASE)
+
+
 def _parse(text, convert, what):
-    if len(text) > 40:
-        raise InvalidInput(f"must be {what}, got text of {len(text)} characters")
-    try:
-        value = convert(text.strip())
-    except ValueError:
-        raise InvalidInput(f"must be {what}, got {text.strip()[:20]!r}") from None
-    if convert is float and not math.isfinite(value):
-        raise InvalidInput(f"must be a finite number, got {text.strip()!r}")
+    text = text.strip()
+    if not text:
+        raise InvalidInput(f"must be {what}; the field holds only spaces")
+    if len(text) > NUMBER_LIMIT:
+        raise InvalidInput(f"must be {what} of at most {NUMBER_LIMIT} characters (an exponent "
+                           f"shortens one: 1.5e-30), got {len(text)} characters")
+    if NOT_FINITE.match(text):
+        raise InvalidInput(f"must be a finite number, got {text!r}")
+    if not (WHOLE_NUMBER if convert is int else NUMBER).match(text):
+        raise InvalidInput(f"must be {what}, got {text[:20]!r}")
+    value = convert(text)
+    if convert is float and not math.isfinite(value):          # 1e999
+        raise InvalidInput(f"must be a finite number, got {text!r}")
     return value
 
 

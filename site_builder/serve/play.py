@@ -283,16 +283,19 @@ class Playground:
         from site_builder.gather.playground import InvalidInput, call_ref, checked_arguments
         from site_builder.run.text_rules import text_rules
         try:
-            if not isinstance(request, dict) or set(request) - {"page", "example", "args"}:
-                raise InvalidInput("the request must be {page, example, args}")
+            if not isinstance(request, dict) or set(request) - {"page", "example", "args", "typed"}:
+                raise InvalidInput("the request must be {page, example, args} (and typed, the names the reader typed)")
             example = self.declaration(request.get("page"), request.get("example"))
             args = checked_arguments(example, request.get("args", {}), text_rules(self.root))
+            typed = request.get("typed", [])
+            if not isinstance(typed, list) or not all(isinstance(n, str) and n in args for n in typed):
+                raise InvalidInput("'typed' must list names among the request's args")
         except InvalidInput as e:
             return dict(status=400, error=str(e))
         ref = call_ref(example["run"], args)
-        return self.run(request["example"], ref)
+        return self.run(request["example"], ref, typed)
 
-    def run(self, example_id, ref) -> dict:
+    def run(self, example_id, ref, typed=()) -> dict:
         from site_builder.run.example_runner import _blame, _run_here
         from site_builder.run.examples import load_example
         from site_builder.base.worker import Call, run_calls
@@ -310,16 +313,16 @@ class Playground:
         if kind != "ok":
             message = rest[0][0] if kind == "import" else rest[0]
             return dict(status=500, error=message)
-        return dict(html=self.render(example_id, rest[0]), seconds=round(outcome.seconds, 3))
+        return dict(html=self.render(example_id, rest[0], typed), seconds=round(outcome.seconds, 3))
 
-    def render(self, example_id, result) -> str:
+    def render(self, example_id, result, typed=()) -> str:
         from site_builder.render.pages.example_sections import prepare_blocks
         from site_builder.render.html import make_environment
         index, renderer = self.source_index() if any(b.get("kind") == "stepper" for b in result.blocks) else (None, None)
         blocks = prepare_blocks(result.blocks, index, renderer)
         env = make_environment(self.root)
         return env.get_template("partials/example_fragment.html").render(
-            ex=dict(id=example_id, blocks=blocks, source=result.source), root="").strip()
+            ex=dict(id=example_id, blocks=blocks, source=result.source, typed=list(typed)), root="").strip()
 
 
     def source_index(self):

@@ -25,7 +25,7 @@
   const grouped = (s) => s.replace(/^(-?\d+)/, (m) => m.replace(/\B(?=(\d{3})+(?!\d))/g, ","));
   // f"{v:.{p}g}"
   function general(v, p) {
-    if (v === 0) return "0";
+    if (v === 0) return Object.is(v, -0) ? "-0" : "0";
     const e = Math.floor(Math.log10(Math.abs(Number(v.toPrecision(p)))));
     if (e < -4 || e >= p) {
       const [m, x] = v.toExponential(p - 1).split("e");

@@ -71,13 +71,15 @@
   // The browser's copy of site_builder/gather/playground.py validate(): the same declaration, the
   // same one-line refusals; the value is read as a number or kept as text, never evaluated.
   const g = (v) => {                  // f"{v:g}"
-    if (v === 0) return "0";
+    if (v === 0) return Object.is(v, -0) ? "-0" : "0";
     const e = Math.floor(Math.log10(Math.abs(Number(v.toPrecision(6)))));
     if (e >= -4 && e < 6) return String(Number(v.toPrecision(6)));
     const [m, x] = v.toExponential(5).split("e");
     return `${m.replace(/\.?0+$/, "")}e${Number(x) < 0 ? "-" : "+"}${String(Math.abs(Number(x))).padStart(2, "0")}`;
   };
-  const PY_FLOAT = /^\s*[+-]?((\d+(_\d+)*)(\.(\d+(_\d+)*)?)?|\.\d+(_\d+)*)([eE][+-]?\d+)?\s*$/;
+  // Python's float() syntax without its underscores (site_builder/gather/playground.py _parse)
+  const PY_FLOAT = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
+  const NUMBER_LIMIT = 40;
   function checked(spec, value) {
     // the value as the reader typed it (100.0000001 is not 100), as /__play says it
     const between = ([v, typed]) => {
@@ -85,13 +87,16 @@
       return v;
     };
     const number = (text, what) => {
-      if (text.length > 40) throw new Error(`must be ${what}, got text of ${text.length} characters`);
       const t = text.trim();
+      if (!t) throw new Error(`must be ${what}; the field holds only spaces`);
+      if (t.length > NUMBER_LIMIT) {
+        throw new Error(`must be ${what} of at most ${NUMBER_LIMIT} characters (an exponent shortens one: 1.5e-30), got ${t.length} characters`);
+      }
       if (/^[+-]?(inf|infinity|nan)$/i.test(t)) throw new Error(`must be a finite number, got '${t}'`);
-      if (!PY_FLOAT.test(t) || (what === "a whole number" && !/^\s*[+-]?\d+(_\d+)*\s*$/.test(t))) {
+      if (!PY_FLOAT.test(t) || (what === "a whole number" && !/^[+-]?\d+$/.test(t))) {
         throw new Error(`must be ${what}, got '${t.slice(0, 20)}'`);
       }
-      const v = Number(t.replace(/_/g, ""));
+      const v = Number(t);
       if (!Number.isFinite(v)) throw new Error(`must be a finite number, got '${t}'`);
       return [v, t];
     };
@@ -246,6 +251,12 @@
 
   async function mine(form) {
     restoreMenus(form);
+    // Nothing typed: the menus' choice, which this build computed, as on a static host.
+    if (!typed(form).length) {
+      await choose(form);
+      keepInUrl();
+      return;
+    }
     // Checked here first, as on a static host, so a value too long to send gets its own refusal
     // (/__play checks it again, and refuses a body over MAX_BODY bytes).
     if (!checkedArgs(form)) return;
@@ -258,7 +269,8 @@
     try {
       const r = await fetch("/__play", {
         method: "POST", headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ page: form.dataset.page, example: form.dataset.example, args }),
+        body: JSON.stringify({ page: form.dataset.page, example: form.dataset.example, args,
+          typed: typed(form).map((i) => i.name) }),                 // what the provenance names as the reader's
       });
       const answer = await r.json();
       if (!r.ok || answer.error) throw new Error(answer.error || `the server answered ${r.status}`);
