@@ -374,3 +374,48 @@ def test_spaces_and_an_empty_field_follow_one_declaration_on_both_paths(page, si
     page.wait_for_function("(el) => el.querySelector('svg.heatmap').getAttribute('aria-label').includes('To be')",
                            arg=ex.element_handle(), timeout=30000)
     assert "typed-prompt" not in page.url
+
+
+def test_a_typed_number_is_refused_alike_by_the_page_and_by_play(page, site_url):
+    """The page's check of a typed number is the declaration's, as Python reads it: each text
+    below gets, in the static page's status, the very line /__play answers; and -0, which both
+    accept, is captioned -0 as NumPy's run prints it."""
+    page.goto(site_url + "layernorm.html")
+    ex = example_with(page, "eps")
+    status = ex.locator(".play-status")
+    for text in ["   ", "1_0", "\u0661", "1e999", "-inf", "nan", "0." + "0" * 39 + "1", "abc"]:
+        want = Playground(ROOT).handle(dict(page="layernorm", example=ex.get_attribute("id"), args=dict(eps=text)))
+        assert "error" in want, text
+        page.evaluate("(el) => { el.textContent = '' }", status.element_handle())
+        recompute(ex, "eps", text)
+        page.wait_for_function("(el) => el.querySelector('.play-status').textContent !== ''",
+                               arg=ex.element_handle(), timeout=30000)
+        assert status.text_content() == want["error"], text
+    recompute(ex, "eps", "-0")
+    page.wait_for_function("(el) => el.querySelector('.example-body caption').textContent === 'eps = -0'",
+                           arg=ex.element_handle(), timeout=30000)
+
+
+def test_an_empty_field_under_serve_shows_the_builds_body_without_asking(page, play_server):
+    """Under serve an empty field is no typed value: the build's body comes back with no
+    request to /__play and a blank status; a typed one is computed by serve and its provenance
+    names what was typed."""
+    posts = []
+    page.on("request", lambda r: posts.append(r.url) if "__play" in r.url else None)
+    page.goto(play_server.url + "layernorm.html")
+    ex = example_with(page, "eps")
+    body, status = ex.locator(".example-body"), ex.locator(".play-status")
+    first = body.text_content()
+    ex.locator('input[name="eps"]').fill("0.5")
+    ex.get_by_role("button", name="Run on my input").click()
+    page.wait_for_function("(el) => el.querySelector('.example-body caption').textContent === 'eps = 0.5'",
+                           arg=ex.element_handle(), timeout=60000)
+    said = ex.locator(".provenance").text_content()
+    assert "Computed by serve, on your input" in said and "eps typed by the reader" in said, said
+    asked = len(posts)
+    ex.locator('input[name="eps"]').fill("")
+    ex.get_by_role("button", name="Run on my input").click()
+    page.wait_for_function("([el, text]) => el.querySelector('.example-body').textContent === text",
+                           arg=[ex.element_handle(), first], timeout=30000)
+    assert len(posts) == asked, "nothing was posted for an empty field"
+    assert status.text_content() == ""
