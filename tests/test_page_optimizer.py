@@ -79,7 +79,11 @@ def test_first_step_example():
     r = example("adamw_first_step")()
     assert r.data["median"] == pytest.approx(1.0, abs=1e-3)
     assert set(r.data["far"]) <= {"b0.bk", "b1.bk"}
-    assert set(r.data["zero_entries"]) == {"tok_emb"}
+    # A key bias's gradient is 0 in exact arithmetic (a constant added to a query's scores leaves
+    # its softmax unchanged): in floats it is ~1e-17, or exactly 0 where the sums cancel, which
+    # depends on NumPy's summation order. Every other exact 0 is an absent character's row.
+    assert "tok_emb" in r.data["zero_entries"]
+    assert set(r.data["zero_entries"]) - {"tok_emb"} <= {"b0.bk", "b1.bk"}
     assert r.data["zero_entries"]["tok_emb"] == r.data["rows_emb"] * 32
 
 
