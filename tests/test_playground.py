@@ -396,3 +396,18 @@ def test_mapping_or_list_choices_are_described_as_yaml_not_as_loader_classes():
     check_declaration(example, "content/pages/p.md", problems)
     text = " ".join(p.message for p in problems)
     assert "Located" not in text and "got a mapping" in text, text
+
+
+@pytest.mark.parametrize("declaration, says", [
+    ("choices: [1, 2]", "'choices' must map parameter names to lists of values"),
+    ("playable: yes", "'playable' must map parameter names to their type and bounds"),
+])
+def test_a_declaration_that_is_no_mapping_is_one_line_without_a_quoting_hint(declaration, says):
+    """The content's type check leaves choices and playable to check_declaration: one line, not
+    a second one proposing to quote text, which nothing here is."""
+    from site_builder.gather.content import parse_yaml, validate
+    example, err = parse_yaml(f'title: T\nrun: "m:f"\n{declaration}\n', "content/pages/p.md")
+    assert err is None
+    problems = []
+    validate(example, "example", "content/pages/p.md", 1, problems)
+    assert [p.message for p in problems] == [says] and "quote" not in problems[0].fix

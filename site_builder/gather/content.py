@@ -150,7 +150,9 @@ LEAF_TYPES = {"derived": bool, "flow": bool, "shows_nonfinite": bool, "gradcheck
               "expand": "str-list", "holds": "str-map", "roles": "str-map", "sources": "str-map", "papers": dict,
               "shape": "scalar", "block": "prefix",
               "section": "scalar", "equation": "scalar", "page": "scalar", "year": "scalar",
-              "timeout": "seconds", "choices": dict, "playable": dict, "project": dict}
+              "timeout": "seconds", "project": dict}
+# Checked whole, with a message of their own, by playground.check_declaration (called below)
+DECLARATION_KEYS = {"choices", "playable"}
 CONTAINERS = {"sections", "math", "refs", "symbols", "examples", "shapes", "listings", "notes", "paper", "diagram",
               "labels"}
 
@@ -186,8 +188,10 @@ def check_leaf(obj, key, file, problems):
                      "probe-map": "a mapping of parameter names to shapes ('(T, d)') or numbers"}[want]
         # a number of the wrong size is shown as written; a wrong type is named
         got = repr(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else yaml_kind(value)
+        # quoting helps only where text was wanted and YAML read something else (yes, 1.0, [x])
         fix = ("write a positive number of seconds, at most 3600" if want == "seconds"
-               else "quote text that YAML would read as something else")
+               else "quote text that YAML would read as something else" if want in (str, "prefix", "scalar")
+               else f"write {described}")
         problems.append(Problem(file, line, f"'{key}' must be {described}, got {got}", fix))
 
 
@@ -233,7 +237,7 @@ def validate(obj, kind, file, line, problems):
         kind = math_kind(obj)
     required, optional, children = SCHEMA[kind]
     for key in obj:
-        if key in required | optional and key not in CONTAINERS and key != "type":
+        if key in required | optional and key not in CONTAINERS | DECLARATION_KEYS and key != "type":
             check_leaf(obj, key, file, problems)
         if key not in required | optional:
             hint = did_you_mean(str(key), required | optional)
