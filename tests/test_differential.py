@@ -64,7 +64,7 @@ differ (or the two problem lists), and the command that replays the sequence alo
 
 Modes (environment variables):
 
-  DIFFERENTIAL_SEQUENCES=N       sequences on the fixture (default 5, of 4 to 8 steps; 300 under
+  DIFFERENTIAL_SEQUENCES=N       sequences on the fixture (default 3, of 4 to 8 steps; 300 under
                                  TBH_LARGE=1, tests/sizes.py). Above
                                  30 (the nightly size, e.g. 300) the repository's sequences run
                                  too: N // 30 of them (at least 3), of 2 to 4 steps, with a
@@ -97,7 +97,8 @@ Modes (environment variables):
 Cost: the suite's default is sized to keep the whole suite under 10 minutes on 2 cores. On
 2026-12-01, at load average 1.6-2.3, 12 fixture sequences (76 steps, 78 incremental and 29
 --no-cache builds, 47 memoised) took 177 s, and 2 repository sequences 124 s (a cold build of
-the whole site is about a minute of it); in the whole suite at load 1.5, 10 fixture sequences took 124 s and 2 repository sequences 103 s; the default was 10 and 1 (5 and 1 since the suite runs under pytest-xdist). The
+the whole site is about a minute of it); in the whole suite at load 1.5, 10 fixture sequences took 124 s and 2 repository sequences 103 s; the default was 10 and 1 (5 and 1 since the suite runs under pytest-xdist; 3 and 1 since 2026-12-03,
+when 5 fixture sequences took 474 s of a 25-minute suite and the nightly workflow runs 300). The
 repository sequence's cold first build was then replaced by a seeded one: back to back at load
 5-7, the repository part took 262 s (141 s of CPU) cold and 185 s (99 s of CPU, the first
 build 9 s of the wall time) seeded, and again at load 5-6, 158 s (128 s) and 118 s (88 s, the
@@ -129,7 +130,7 @@ from tests.fixture_project import make_fixture_project, make_repo_copy, seed_bui
 from tests.sizes import size
 
 SEED = os.environ.get("DIFFERENTIAL_SEED", "12")
-SEQUENCES = size("DIFFERENTIAL_SEQUENCES", 5, 300)     # the suite's size (it must stay under 10 min); TBH_LARGE=1
+SEQUENCES = size("DIFFERENTIAL_SEQUENCES", 3, 300)     # the suite's size (it must stay under 10 min); TBH_LARGE=1
 LARGER = SEQUENCES > 30          # the nightly size: the repository's sequences run too, longer, with every edit
 REPO_SEQUENCES = int(os.environ.get("DIFFERENTIAL_REPO_SEQUENCES", str(max(1 if SEQUENCES <= 30 else 3, SEQUENCES // 30))))
 # How the repository copy's cache starts: "seeded" (the default) from the repository's own warm

@@ -129,3 +129,21 @@ def test_a_pull_request_uploads_the_site_as_an_artifact():
     assert upload["with"]["path"].rstrip("/") == "site"
     assert steps.index(upload) > step_index(steps, run="python3 build_site.py")
     assert "if" not in data["jobs"]["build"], "pull requests build in the same job as main"
+
+
+NIGHTLY = ROOT / ".github" / "workflows" / "nightly.yml"
+
+
+def test_the_nightly_run_lints_and_runs_the_randomised_tests_at_their_larger_size():
+    """README's "The suite's two sizes" says the larger size runs nightly: a scheduled workflow
+    runs exactly the three randomised test files with TBH_LARGE=1, installed as the README says."""
+    assert actionlint(NIGHTLY) == []
+    data = yaml.safe_load(NIGHTLY.read_text(encoding="utf-8"))
+    on = data.pop(True, data.get("on"))
+    assert on["schedule"] and "workflow_dispatch" in on
+    steps = [s for job in data["jobs"].values() for s in job["steps"]]
+    runs = [s for s in steps if "pytest" in s.get("run", "")]
+    assert len(runs) == 1 and runs[0]["env"] == {"TBH_LARGE": "1"}
+    named = set(runs[0]["run"].split())
+    assert {"tests/test_differential.py", "tests/test_mutation.py", "tests/test_fuzz_content.py"} <= named
+    assert any(s.get("run", "").strip() == 'python3 -m pip install -e ".[test]"' for s in steps)
