@@ -1,4 +1,4 @@
-// Copy buttons: "Copy link" on every equation (a link to its anchor), "Copy code" on every
+// Copy buttons: a link icon ("Copy link to ...") on every equation (a link to its anchor), "Copy code" on every
 // code listing. The buttons are in the HTML hidden (equations) or added here (listings), so a
 // page without JavaScript shows no button that cannot work.
 (() => {
@@ -37,14 +37,15 @@
 
   async function copyWith(button, text, what) {
     const ok = await copyText(text);
-    const label = button.dataset.label || button.textContent;
+    // the label may be markup (an equation's link icon): kept and put back whole
+    const label = button.dataset.label || button.innerHTML;
     button.dataset.label = label;
     button.textContent = ok ? "Copied" : "Copy failed";
     button.dataset.copied = String(ok);
     status.textContent = ok ? `${what} copied` : `Could not copy the ${what.toLowerCase()}`;
     clearTimeout(button._reset);
     button._reset = setTimeout(() => {
-      button.textContent = label;
+      button.innerHTML = label;
     }, 1600);
   }
 

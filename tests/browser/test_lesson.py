@@ -28,6 +28,23 @@ def test_no_test_listing_is_visible_with_the_disclosures_closed(page, site_url, 
         assert counts.count() >= 1, name
 
 
+def test_the_evidence_follows_the_code_and_each_equation_is_copied_by_an_icon(page, site_url, site_pages, built_site):
+    """What a reader meets before the first thing to open: in every concept the evidence
+    disclosure sits where the connection table did (after the listing, before "Where is it
+    used?"), and an equation's copy button is an icon named for screen readers, not two
+    words repeated under every equation."""
+    for name in concept_pages(site_pages, built_site):
+        page.goto(site_url + name)
+        order = page.evaluate("""() => [...document.querySelectorAll('section.concept')].map(s => {
+            const ev = s.querySelector(':scope > details.provenance'), used = s.querySelector(':scope > h3[id$="--used"]');
+            return !ev || !used || !!(ev.compareDocumentPosition(used) & Node.DOCUMENT_POSITION_FOLLOWING); })""")
+        assert all(order), name
+        buttons = page.locator("figure.equation .copy-link")
+        for i in range(min(buttons.count(), 3)):
+            b = buttons.nth(i)
+            assert b.inner_text().strip() == "" and b.get_attribute("aria-label").startswith("Copy link to "), name
+
+
 def test_the_test_count_opens_the_evidence(page, site_url):
     page.goto(site_url + "block.html")
     evidence = page.locator("#ffn-forward--evidence")
