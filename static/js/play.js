@@ -79,6 +79,11 @@
   };
   // Python's float() syntax without its underscores (site_builder/gather/playground.py _parse)
   const PY_FLOAT = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
+  // What Python's str.strip() and str.split() take for space (str.isspace), not JavaScript's \s:
+  // \ufeff is space to trim() but not to Python, and \x1c-\x1f and \x85 the other way round.
+  const PY_SPACE = "\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
+  const pyStrip = (text) => text.replace(new RegExp(`^[${PY_SPACE}]+|[${PY_SPACE}]+$`, "g"), "");
+  const pySplit = (text) => text.split(new RegExp(`[${PY_SPACE}]+`)).filter(Boolean);
   const NUMBER_LIMIT = 40;
   function checked(spec, value) {
     // the value as the reader typed it (100.0000001 is not 100), as /__play says it
@@ -87,7 +92,7 @@
       return v;
     };
     const number = (text, what) => {
-      const t = text.trim();
+      const t = pyStrip(text);
       if (!t) throw new Error(`must be ${what}; the field holds only spaces`);
       if (t.length > NUMBER_LIMIT) {
         throw new Error(`must be ${what} of at most ${NUMBER_LIMIT} characters (an exponent shortens one: 1.5e-30), got ${t.length} characters`);
@@ -103,7 +108,7 @@
     if (spec.type === "int") return between(number(value, "a whole number"));
     if (spec.type === "float") return between(number(value, "a number"));
     if (spec.type === "numbers") {
-      const parts = value.replace(/,/g, " ").split(/\s+/).filter(Boolean).map((p) => number(p, "a number"));
+      const parts = pySplit(value.replace(/,/g, " ")).map((p) => number(p, "a number"));
       if (parts.length !== spec.length) throw new Error(`must be ${spec.length} numbers, got ${parts.length}`);
       return parts.map(between);
     }
@@ -218,6 +223,7 @@
   }
 
   async function choose(form) {
+    nextTicket(form);
     const key = keyOf(form);
     try {
       const html = key === form.dataset.default ? first.get(form) : await load(form.dataset.example, key);
@@ -249,7 +255,12 @@
     history.replaceState(history.state, "", `?${params}${location.hash}`);
   }
 
+  // Under serve an answer that comes after a later request (a menu changed, Run clicked again)
+  // is dropped, as choose() drops a stale choice: the latest request wins.
+  const nextTicket = (form) => (form.dataset.ticket = String(Number(form.dataset.ticket || 0) + 1));
+
   async function mine(form) {
+    const ticket = nextTicket(form);
     restoreMenus(form);
     // Nothing typed: the menus' choice, which this build computed, as on a static host.
     if (!typed(form).length) {
@@ -273,13 +284,14 @@
           typed: typed(form).map((i) => i.name) }),                 // what the provenance names as the reader's
       });
       const answer = await r.json();
+      if (form.dataset.ticket !== ticket) return;
       if (!r.ok || answer.error) throw new Error(answer.error || `the server answered ${r.status}`);
       swap(form, answer.html);
       markTyped(form);
       say(form, `Recomputed by the real code in ${answer.seconds} s.`);
       keepInUrl();
     } catch (e) {
-      say(form, e.message, true);
+      if (form.dataset.ticket === ticket) say(form, e.message, true);
     }
   }
 

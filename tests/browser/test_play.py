@@ -391,6 +391,14 @@ def test_a_typed_number_is_refused_alike_by_the_page_and_by_play(page, site_url)
         page.wait_for_function("(el) => el.querySelector('.play-status').textContent !== ''",
                                arg=ex.element_handle(), timeout=30000)
         assert status.text_content() == want["error"], text
+    # what is space is Python's: U+FEFF (space to JavaScript's trim) is refused as /__play refuses it
+    for text in ["\ufeff0.5", "0.5\ufeff"]:
+        assert "error" in Playground(ROOT).handle(dict(page="layernorm", example=ex.get_attribute("id"), args=dict(eps=text)))
+        page.evaluate("(el) => { el.textContent = '' }", status.element_handle())
+        recompute(ex, "eps", text)
+        page.wait_for_function("(el) => el.querySelector('.play-status').textContent !== ''",
+                               arg=ex.element_handle(), timeout=30000)
+        assert "play-error" in status.get_attribute("class") and "must be a number" in status.text_content(), text
     recompute(ex, "eps", "-0")
     page.wait_for_function("(el) => el.querySelector('.example-body caption').textContent === 'eps = -0'",
                            arg=ex.element_handle(), timeout=30000)
@@ -419,3 +427,26 @@ def test_an_empty_field_under_serve_shows_the_builds_body_without_asking(page, p
                            arg=[ex.element_handle(), first], timeout=30000)
     assert len(posts) == asked, "nothing was posted for an empty field"
     assert status.text_content() == ""
+
+
+def test_under_serve_the_latest_request_wins(page, play_server):
+    """A typed prompt's answer that comes back after a later request (the layer changed
+    meanwhile) is dropped: the heatmap is the layer the menu and the URL say. The first
+    answer is held back in the page by 2 s, so the later one lands first."""
+    page.add_init_script("""(() => {
+      let n = 0; const real = window.fetch;
+      window.fetch = (...args) => {
+        const reply = real(...args);
+        if (!String(args[0]).includes('__play') || n++ > 0) return reply;
+        return reply.then((r) => new Promise((ok) => setTimeout(() => { ok(r); setTimeout(() => { window.__lateDone = true; }, 50); }, 2000)));
+      };
+    })()""")
+    page.goto(play_server.url + "attention.html")
+    ex = example_with(page, "head")
+    ex.locator('input[name="prompt"]').fill("to be or not")
+    ex.get_by_role("button", name="Run on my input").click()
+    ex.locator('select[name="layer"]').select_option("1")
+    page.wait_for_function("() => window.__lateDone === true", timeout=60000)
+    page.wait_for_function("(el) => el.querySelector('svg.heatmap').getAttribute('aria-label').includes('to be or not')",
+                           arg=ex.element_handle(), timeout=60000)
+    assert "block 1" in heatmap_label(ex) and "layer=1" in page.url, heatmap_label(ex)
