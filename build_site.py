@@ -158,6 +158,18 @@ def check_pages_command(args):
     return 0
 
 
+def missing_package(error):
+    """The one line for a package this Python lacks (None for any other error): not the
+    builder's bug but an install step not run, e.g. the machine's python3 outside the venv."""
+    if not isinstance(error, ModuleNotFoundError) or not error.name:
+        return None
+    top = error.name.split(".")[0]
+    if (ROOT / top).exists() or (ROOT / f"{top}.py").exists():     # a module of this repository: a real bug
+        return None
+    return (f"the package '{top}' is not installed in {sys.executable} (No module named '{error.name}'); "
+            f"install what the build needs with: cd {ROOT} && {sys.executable} -m pip install -e \".[site]\"")
+
+
 def main(argv=None):
     parser = _Parser(prog=COMMAND, description=description(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", nargs="?", default="build", choices=("build", "check", "serve", "new-concept", "new-page"))
@@ -246,7 +258,7 @@ def main(argv=None):
         print(f"error: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # a bug in the builder: say so in one line unless --debug
-        refused = cannot_write(e, args.out, args.cache_dir)      # or the environment's: a full disk, ...
+        refused = cannot_write(e, args.out, args.cache_dir) or missing_package(e)   # or the environment's: a full disk, ...
         if refused:
             print(f"error: {refused}", file=sys.stderr)
             return 2

@@ -172,3 +172,21 @@ def test_deleting_the_def_line_of_the_call_maps_root_is_problem_lines(project):
     assert_problem_lines(project, lines)
     hits(lines, "content/pages/", "no function model.transformer.loss_and_grads")
     hits(lines, "shape probe model.transformer.loss_and_grads raised LookupError")
+
+
+def test_a_package_the_build_needs_missing_from_this_python_is_one_error_line(tmp_path):
+    """The machine's python3 outside the venv (the site extra never installed) printed
+    `internal error: ModuleNotFoundError: No module named 'rcssmin'`. It is the environment's:
+    one error line naming the package, this Python and the install command, exit 2."""
+    shadow = tmp_path / "shadow" / "rcssmin"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'rcssmin'\", name='rcssmin')\n")
+    root = Path(__file__).resolve().parent.parent
+    run = subprocess.run([sys.executable, str(root / "build_site.py"), "check", "--out", str(tmp_path / "site"),
+                          "--cache-dir", str(tmp_path / "cache")],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env={**__import__("os").environ, "PYTHONPATH": str(shadow.parent)})
+    lines = [l for l in run.stderr.splitlines() if l]
+    assert run.returncode == 2 and len(lines) == 1, run.stderr
+    assert lines[0].startswith("error: the package 'rcssmin' is not installed in " + sys.executable), lines[0]
+    assert 'pip install -e ".[site]"' in lines[0] and "internal error" not in lines[0]
