@@ -5,6 +5,7 @@ a line without a line number, each as the problem line it should be,
 The model-edit and training cases run `build_site.py check` on a copy of the project
 (tests/fixture_project.py: the real builder and model, four cheap pages) whose model/ the
 test edits; the link cases build a one-page repository in this process."""
+import os
 import re
 import subprocess
 import sys
@@ -185,7 +186,7 @@ def test_a_package_the_build_needs_missing_from_this_python_is_one_error_line(tm
     run = subprocess.run([sys.executable, str(root / "build_site.py"), "check", "--out", str(tmp_path / "site"),
                           "--cache-dir", str(tmp_path / "cache")],
                          cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                         env={**__import__("os").environ, "PYTHONPATH": str(shadow.parent)})
+                         env={**os.environ, "PYTHONPATH": str(shadow.parent)})
     lines = [l for l in run.stderr.splitlines() if l]
     assert run.returncode == 2 and len(lines) == 1, run.stderr
     assert lines[0].startswith("error: the package 'rcssmin' is not installed in " + sys.executable), lines[0]

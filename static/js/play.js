@@ -82,8 +82,10 @@
   // What Python's str.strip() and str.split() take for space (str.isspace), not JavaScript's \s:
   // \ufeff is space to trim() but not to Python, and \x1c-\x1f and \x85 the other way round.
   const PY_SPACE = "\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
-  const pyStrip = (text) => text.replace(new RegExp(`^[${PY_SPACE}]+|[${PY_SPACE}]+$`, "g"), "");
-  const pySplit = (text) => text.split(new RegExp(`[${PY_SPACE}]+`)).filter(Boolean);
+  const PY_SPACE_EDGES = new RegExp(`^[${PY_SPACE}]+|[${PY_SPACE}]+$`, "g");
+  const PY_SPACE_RUN = new RegExp(`[${PY_SPACE}]+`);
+  const pyStrip = (text) => text.replace(PY_SPACE_EDGES, "");
+  const pySplit = (text) => text.split(PY_SPACE_RUN).filter(Boolean);
   const NUMBER_LIMIT = 40;
   function checked(spec, value) {
     // the value as the reader typed it (100.0000001 is not 100), as /__play says it
