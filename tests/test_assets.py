@@ -95,3 +95,37 @@ def test_a_script_the_minifier_would_change_fails_at_its_line():
     (problem,) = caught.value.problems
     assert (problem.file, problem.line) == ("static/js/bad.js", 2)
     assert "class=" in problem.message and "+" in problem.fix
+
+
+def test_a_script_is_tokenized_once_for_its_bytes_and_its_failure_every_time(monkeypatch):
+    """The minified copies are a render memo (assets.MINIFIED, saved in the build cache by
+    build/memos.py): the same bytes are not tokenized again, other bytes are, and a script the
+    minifier would break fails on every build, not only the first."""
+    from site_builder.base.problems import BuildFailed
+    from site_builder.publish import assets
+    checked = []
+    real = assets.check_minified
+    monkeypatch.setattr(assets, "check_minified", lambda path, text, shipped: (checked.append(path), real(path, text, shipped)))
+    monkeypatch.setattr(assets, "MINIFIED", {})
+    first = assets.minify("static/js/a.js", b"const a = 1;  // one\n")
+    assert assets.minify("static/js/a.js", b"const a = 1;  // one\n") == first and checked == ["static/js/a.js"]
+    assets.minify("static/js/a.js", b"const a = 2;\n")
+    assert len(checked) == 2
+    bad = b"const s = `<rect${c ? ` class=\"${c}\"` : \"\"}>`;\n"
+    for _ in range(2):
+        with pytest.raises(BuildFailed):
+            assets.minify("static/js/bad.js", bad)
+    assert len(checked) == 4
+
+
+def test_the_minified_copies_are_kept_in_the_build_cache(tmp_path, monkeypatch):
+    from site_builder.base.cache import BuildCache
+    from site_builder.build.memos import Memos
+    from site_builder.publish import assets
+    monkeypatch.setattr(assets, "MINIFIED", {})
+    memos = Memos(BuildCache(tmp_path))
+    assets.minify("static/js/a.js", b"const a = 1;\n")
+    memos.save()
+    monkeypatch.setattr(assets, "MINIFIED", {})
+    Memos(BuildCache(tmp_path))
+    assert list(assets.MINIFIED.values()) == [b"const a=1;"]

@@ -64,16 +64,17 @@ differ (or the two problem lists), and the command that replays the sequence alo
 
 Modes (environment variables):
 
-  DIFFERENTIAL_SEQUENCES=N       sequences on the fixture (default 3, of 4 to 8 steps; 300 under
+  DIFFERENTIAL_SEQUENCES=N       sequences on the fixture (default 2, of 3 to 6 steps; 300 under
                                  TBH_LARGE=1, tests/sizes.py). Above
                                  30 (the nightly size, e.g. 300) the repository's sequences run
                                  too: N // 30 of them (at least 3), of 2 to 4 steps, with a
                                  model edit and a corpus edit added to their pool (about 65 s
                                  a sequence: a corpus edit trains both runs again)
   DIFFERENTIAL_REPO_SEQUENCES=N  sequences on a copy of the whole repository (real content,
-                                 whole corpus; default 1, see above): cheap edits only, 2 steps
-                                 each; each new state costs a --no-cache build (every example and
-                                 both training runs: about 45 s of CPU, 25 s on 2 idle cores)
+                                 whole corpus; default 0 in the suite, see above): cheap edits
+                                 only, 2 steps each; each new state costs a --no-cache build
+                                 (every example and both training runs: 156 s of CPU, 89 s on 2
+                                 idle cores, 2026-12-03)
   DIFFERENTIAL_REPO_CACHE=C      how the copy's cache starts. `seeded` (the default up to 30
                                  sequences): the copy gets the portable entries of this
                                  repository's own cache (example results, training runs, shape
@@ -88,17 +89,22 @@ Modes (environment variables):
                                  the --no-cache build). A seeded failure replays with the
                                  repository's cache as it is then; if it does not, replay with
                                  DIFFERENTIAL_REPO_CACHE=cold too
-  DIFFERENTIAL_STEPS=LO-HI       steps per fixture sequence (default 4-8)
+  DIFFERENTIAL_STEPS=LO-HI       steps per fixture sequence (default 3-6; 4-8 in the larger mode)
   DIFFERENTIAL_SEED=S            the seed (default 12)
   DIFFERENTIAL_ONLY=i,j          run only these sequence numbers (to replay a failure)
-  DIFFERENTIAL_WORKERS=N         processes running fixture sequences side by side (default 2)
+  DIFFERENTIAL_WORKERS=N         processes running fixture sequences side by side (default 1;
+                                 2 in the larger mode)
   DIFFERENTIAL_VERBOSE=1         print every sequence's steps, with each build's status and time
 
 Cost: the suite's default is sized to keep the whole suite under 10 minutes on 2 cores. On
 2026-12-01, at load average 1.6-2.3, 12 fixture sequences (76 steps, 78 incremental and 29
 --no-cache builds, 47 memoised) took 177 s, and 2 repository sequences 124 s (a cold build of
 the whole site is about a minute of it); in the whole suite at load 1.5, 10 fixture sequences took 124 s and 2 repository sequences 103 s; the default was 10 and 1 (5 and 1 since the suite runs under pytest-xdist; 3 and 1 since 2026-12-03,
-when 5 fixture sequences took 474 s of a 25-minute suite and the nightly workflow runs 300). The
+when 5 fixture sequences took 474 s of a 25-minute suite and the nightly workflow runs 300; 2
+fixture sequences of 3 to 6 steps in one process and no repository sequence since later that
+day, when 3 and 1 took 272 s and 188 s of a 20-minute suite in a fresh venv: .ci/run compares
+the repository's --no-cache build with the README's build, and the nightly run keeps the
+repository's sequences). The
 repository sequence's cold first build was then replaced by a seeded one: back to back at load
 5-7, the repository part took 262 s (141 s of CPU) cold and 185 s (99 s of CPU, the first
 build 9 s of the wall time) seeded, and again at load 5-6, 158 s (128 s) and 118 s (88 s, the
@@ -130,16 +136,21 @@ from tests.fixture_project import make_fixture_project, make_repo_copy, seed_bui
 from tests.sizes import size
 
 SEED = os.environ.get("DIFFERENTIAL_SEED", "12")
-SEQUENCES = size("DIFFERENTIAL_SEQUENCES", 3, 300)     # the suite's size (it must stay under 10 min); TBH_LARGE=1
+SEQUENCES = size("DIFFERENTIAL_SEQUENCES", 2, 300)     # the suite's size (it must stay under 10 min); TBH_LARGE=1
 LARGER = SEQUENCES > 30          # the nightly size: the repository's sequences run too, longer, with every edit
-REPO_SEQUENCES = int(os.environ.get("DIFFERENTIAL_REPO_SEQUENCES", str(max(1 if SEQUENCES <= 30 else 3, SEQUENCES // 30))))
+# The suite runs no repository sequence: each costs a --no-cache build of the whole site (156 s of
+# CPU from an empty cache), and .ci/run already compares a --no-cache build of the repository with
+# the README's build, byte for byte. The nightly size runs them (N // 30, at least 3).
+REPO_SEQUENCES = int(os.environ.get("DIFFERENTIAL_REPO_SEQUENCES", str(0 if SEQUENCES <= 30 else max(3, SEQUENCES // 30))))
 # How the repository copy's cache starts: "seeded" (the default) from the repository's own warm
 # cache, "cold" (the larger mode's default) filled by the copy's own first build.
 REPO_CACHE = os.environ.get("DIFFERENTIAL_REPO_CACHE", "cold" if LARGER else "seeded")
 assert REPO_CACHE in ("seeded", "cold"), f"DIFFERENTIAL_REPO_CACHE={REPO_CACHE}: say seeded or cold"
-STEPS = tuple(int(n) for n in os.environ.get("DIFFERENTIAL_STEPS", "4-8").split("-"))
+STEPS = tuple(int(n) for n in os.environ.get("DIFFERENTIAL_STEPS", "4-8" if LARGER else "3-6").split("-"))
 ONLY = {int(n) for n in os.environ.get("DIFFERENTIAL_ONLY", "").split(",") if n.strip()}
-WORKERS = int(os.environ.get("DIFFERENTIAL_WORKERS", "2"))
+# One process in the suite (the suite's other process is busy with the other test files; a second
+# would pay a second cold fixture build), two in the larger mode.
+WORKERS = int(os.environ.get("DIFFERENTIAL_WORKERS", "2" if LARGER else "1"))
 BUILD_TIMEOUT = 600
 
 # What the tree-state hash skips: the outputs, the cache, git's own files, bytecode, the lock.
@@ -802,7 +813,8 @@ def make_seeded_repo_copy(dest):
     return dest
 
 
-@pytest.mark.skipif(REPO_SEQUENCES <= 0, reason="DIFFERENTIAL_REPO_SEQUENCES=0")
+@pytest.mark.skipif(REPO_SEQUENCES <= 0, reason="the repository's sequences run at the larger size (TBH_LARGE=1) "
+                    "or with DIFFERENTIAL_REPO_SEQUENCES=N")
 def test_incremental_build_equals_clean_build_on_the_repository(tmp_path, request):
     indices = sorted(ONLY) if ONLY else list(range(REPO_SEQUENCES))
     if REPO_CACHE == "seeded":

@@ -1,6 +1,7 @@
 """The render memos a build loads from the cache and saves back only if it added to them:
 KaTeX's output, the companion PDF's math (tex2typst's), highlighted files, the examples' import lists,
-the source outlines their keys are made of (site_builder/gather/function_keys.py) and parsed YAML.
+the source outlines their keys are made of (site_builder/gather/function_keys.py), parsed YAML
+and the minified static files.
 
 They are module dicts kept for the process, so a second build in it (serve, the tests) reuses
 what the first computed, with or without a cache; shared_memos names the ones a forked child
@@ -21,7 +22,7 @@ class Memos:
         import pygments
         import yaml
         from site_builder.gather import content, function_keys
-        from site_builder.publish import pdfmath
+        from site_builder.publish import assets, pdfmath
         from site_builder.render import mathrender
         from site_builder.run import examples
         self.cache, self.content = cache, content
@@ -30,7 +31,8 @@ class Memos:
                           pdfmath=(pdfmath.MEMO, pdfmath.VERSION_KEY()),
                           imports=(examples.IMPORTS_MEMO, Path(examples.__file__).read_bytes()),
                           outlines=(function_keys.MEMO, Path(function_keys.__file__).read_bytes()),
-                          yaml=(content.YAML_MEMO, (yaml.__version__, Path(content.__file__).read_bytes())))
+                          yaml=(content.YAML_MEMO, (yaml.__version__, Path(content.__file__).read_bytes())),
+                          minified=(assets.MINIFIED, assets.minifier_versions()))
         self.keys = {name: digest(name, depends) for name, (_, depends) in self.memos.items()}
         self.keys["code"] = digest("pygments", pygments.__version__)
         from site_builder.render.html import CODE_MEMO
