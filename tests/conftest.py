@@ -99,19 +99,23 @@ def pytest_sessionfinish(session):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist, the files that need the session's site after those that do not, and
-    the browser tests last: the site is being built while the tests before them run, and a
-    worker that reached a test needing it early would wait for the build (98 s of a 20-minute
-    suite in a fresh venv, 2026-12-03). Whole files move, in their own order: the workers take
-    test files whole (--dist loadfile), and every worker must sort alike."""
+    """Under pytest-xdist, the order the files are handed out in (pyproject.toml keeps it with
+    --no-loadscope-reorder): the long files marked `starts_first` (a differential run, the
+    mutation test) at once, so the other process works through the short ones meanwhile; then
+    the files that need no site, while the session's site is being built; then those that need
+    it, and the browser tests last. Before, a worker that reached a page test early waited for
+    the build (92 s of an 18-minute suite in a fresh venv, 2026-12-03), and the longest file
+    started after 10 minutes. Whole files move: the workers take them whole (--dist loadfile),
+    and every worker must sort alike."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
     needs_site = {item.nodeid.split("::")[0] for item in items if "built_site" in item.fixturenames}
+    first = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("starts_first")}
 
-    def late(item):
+    def turn(item):
         path = item.nodeid.split("::")[0]
-        return (path.startswith("tests/browser/"), path in needs_site)
-    items.sort(key=late)
+        return (path.startswith("tests/browser/"), path in needs_site, path not in first)
+    items.sort(key=turn)
 
 
 @pytest.fixture(scope="session")
