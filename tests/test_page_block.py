@@ -75,11 +75,11 @@ def test_caches_table_is_in_the_order_block_backward_reads_them(site_page):
 def test_params_table_has_the_decay_column_its_intro_names(site_page):
     from model.optim import decays
     html = site_page("block")
-    table = html[html.index('<table class="params">'):]
+    table = html[html.index('<table class="params cards">'):]
     table = table[:table.index("</table>")]
     assert '<th scope="col">Weight decay</th>' in table
-    names = re.findall(r"<tr><td><code>(b\{l\}\.\w+)</code>", table)
-    cells = re.findall(r"<td>(yes|no)</td></tr>", table)
+    names = re.findall(r"<tr><td[^>]*><code>(b\{l\}\.\w+)</code>", table)
+    cells = re.findall(r'<td data-label="Weight decay">(yes|no)</td></tr>', table)
     assert names and cells == ["yes" if decays(n.replace("{l}", "0")) else "no" for n in names]
 
 

@@ -212,9 +212,9 @@ def test_a_public_function_no_page_documents_fails_check(project, checked, tmp_p
 
 def steps(section):
     """{step label: the value printed} of the first steps table of a section."""
-    table = section[section.index('<table class="steps">'):]
+    table = section[re.search(r'<table class="steps( cards)?">', section).start():]
     table = table[:table.index("</table>")]
-    return dict(re.findall(r"<tr[^>]*><td>([^<]+)</td><td>.*?</td><td><code>([^<]+)</code></td></tr>", table))
+    return dict(re.findall(r"<tr[^>]*><td[^>]*>([^<]+)</td><td[^>]*>.*?</td><td[^>]*><code>([^<]+)</code></td></tr>", table))
 
 
 def test_the_worked_example_prints_what_the_code_computes(site, project):
@@ -264,8 +264,8 @@ def test_the_parameter_table_counts_what_init_params_returns(site, project):
     table = html[html.index('<section id="params">'):]
     table = table[:table.index("</table>")]
     # name, the shape at the config, the count under the symbolic count ("D × H")
-    rows = re.findall(r"<tr><td><code>(\w+)</code>.*?<td><code>\(([\d, ]+)\)</code></td>"
-                      r"<td><code>[^<]*</code><br>(\d+)</td>", table)
+    rows = re.findall(r"<tr><td[^>]*><code>(\w+)</code>.*?<td[^>]*><code>\(([\d, ]+)\)</code></td>"
+                      r"<td[^>]*><code>[^<]*</code><br>(\d+)</td>", table)
     assert [name for name, _, _ in rows] == list(shapes)
     for name, concrete, count in rows:
         assert tuple(int(n) for n in concrete.rstrip(",").split(",")) == tuple(shapes[name])

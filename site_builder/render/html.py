@@ -57,6 +57,7 @@ def make_environment(root: Path, bytecode_dir: Path = None) -> Environment:
         env.filters["role_label"] = lambda role: ROLE_LABELS[role]
         env.filters["plain_text"] = plain_text
         env.globals["build_command"] = COMMAND
+        env.globals["cards_on_a_phone"] = cards_on_a_phone
         _ENVIRONMENTS[key] = env
     return _ENVIRONMENTS[key]
 
@@ -70,6 +71,31 @@ def plain_text(fragment) -> str:
     """The text a reader sees in an HTML fragment, for an attribute (a page's meta
     description): tags stripped, entities decoded, and no TeX source beside the math."""
     return Markup(UNSEEN_CONTENT.sub("", str(fragment))).striptags()
+
+
+# About the characters of a table row a 390 px phone shows in the site's code font, less the
+# cell padding: a wider table is a stack of cards below 700 px (static/site.css), each cell under
+# its column's name, rather than a box whose computed columns are off-screen (issue 27).
+PHONE_CHARACTERS = 40
+LINE_BREAK = re.compile(r"<br\s*/?>|\n", re.I)
+
+
+def cards_on_a_phone(headers, rows, keys=None) -> bool:
+    """Whether a table's widest lines, column by column, add up to more than a phone shows.
+    `rows` are sequences of cells, or mappings read at `keys`; a cell's width is its longest
+    line of visible text, a header's its longest word (headers wrap)."""
+    import html as html_module
+
+    def width(cell):
+        text = UNSEEN_CONTENT.sub("", str(cell))
+        return max((len(html_module.unescape(re.sub(r"<[^>]+>", "", line)).strip()) for line in LINE_BREAK.split(text)), default=0)
+    cells = [[row[k] for k in keys] if keys else list(row) for row in rows]
+    columns = max([len(headers)] + [len(r) for r in cells])
+    total = 0
+    for j in range(columns):
+        head = str(headers[j]) if j < len(headers) else ""
+        total += max([max((len(w) for w in head.split()), default=0)] + [width(r[j]) for r in cells if j < len(r)])
+    return total + 2 * (columns - 1) > PHONE_CHARACTERS
 
 
 def source_url(file):

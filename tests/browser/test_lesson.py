@@ -104,6 +104,34 @@ def test_the_2017_steps_computed_columns_are_on_a_phone(at, site_url):
 
 
 
+# Every table of computed values, every disclosure opened and every part laid out: (page, where, how much wider than its
+# box). A matrix of numbers (table.numbers) scrolls in its box by design: its columns are indices.
+TABLES_WIDER_THAN_THEIR_BOX = """async () => {
+  for (const d of document.querySelectorAll('details')) d.open = true;
+  // Far off screen, a table's box is not laid out (content-visibility, site.css): lay out all.
+  const all = document.createElement('style');
+  all.textContent = '* { content-visibility: visible !important; }';
+  document.head.append(all);
+  await document.fonts.ready;
+  for (let i = 0; i < 2; i++) await new Promise(requestAnimationFrame);      // laid out after the opening
+  return [...document.querySelectorAll('main table.steps, main table.generic, main table.gradcheck, main table.params')]
+    .filter(t => t.checkVisibility())
+    .map(t => [t.closest('[id]').id, t.className, Math.round(t.getBoundingClientRect().right - document.documentElement.clientWidth),
+               Math.round(t.scrollWidth - t.clientWidth)])
+    .filter(([, , beyond, hidden]) => beyond > 1 || hidden > 1);
+}"""
+
+
+@pytest.mark.parametrize("name", ["block.html", "attention.html", "seq2seq-step.html", "model.html", "layernorm.html", "tokens.html"])
+def test_every_table_of_computed_values_fits_a_phone(at, site_url, name):
+    """At 390 px no table of steps, values, gradient checks or parameters reaches past the
+    screen or hides a column in a sideways-scrolling box: a table too wide for a phone is a
+    stack of cards there (site_builder/render/html.py cards_on_a_phone)."""
+    page = at(PHONE)
+    page.goto(site_url + name)
+    assert page.evaluate(TABLES_WIDER_THAN_THEIR_BOX) == []
+
+
 def test_a_gradient_check_shows_both_computations_on_a_phone(at, site_url):
     """Both columns a gradient check compares, the formula's and central differences', are on
     screen at 390 px, once its closed disclosure is opened: the table is a stack of cards there,
