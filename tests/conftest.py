@@ -74,8 +74,12 @@ def build_shared_site(shared: Path) -> Path:
 
 def pytest_sessionstart(session):
     """Under pytest-xdist, running the whole suite, the controller (which runs no test) starts
-    the session's site build at once, in a process of its own: the workers run the tests that
-    need no site meanwhile (tests/browser last, see below), instead of one waiting for the other."""
+    the session's site build at once, in a process of its own: the workers run other tests
+    meanwhile, instead of one waiting for the other. (xdist hands out the files with the most
+    tests first, whatever they need: a test that needs the site before it is built waits for it.
+    An order of its own, --no-loadscope-reorder with the files that need no site first, was tried
+    on 2026-12-03 and measured no faster: files that read the repository's build cache then ran
+    before it was warm, and did the build's work again.)"""
     config = session.config
     if (not getattr(config.option, "numprocesses", None) or os.environ.get("PYTEST_XDIST_WORKER")
             or config.args_source != pytest.Config.ArgsSource.TESTPATHS):
@@ -96,26 +100,6 @@ def pytest_sessionfinish(session):
     if prefetch is not None and prefetch.poll() is None:
         prefetch.terminate()
         prefetch.wait(30)
-
-
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist, the order the files are handed out in (pyproject.toml keeps it with
-    --no-loadscope-reorder): the long files marked `starts_first` (a differential run, the
-    mutation test) at once, so the other process works through the short ones meanwhile; then
-    the files that need no site, while the session's site is being built; then those that need
-    it, and the browser tests last. Before, a worker that reached a page test early waited for
-    the build (92 s of an 18-minute suite in a fresh venv, 2026-12-03), and the longest file
-    started after 10 minutes. Whole files move: the workers take them whole (--dist loadfile),
-    and every worker must sort alike."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        return
-    needs_site = {item.nodeid.split("::")[0] for item in items if "built_site" in item.fixturenames}
-    first = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("starts_first")}
-
-    def turn(item):
-        path = item.nodeid.split("::")[0]
-        return (path.startswith("tests/browser/"), path in needs_site, path not in first)
-    items.sort(key=turn)
 
 
 @pytest.fixture(scope="session")

@@ -135,8 +135,6 @@ import pytest
 from tests.fixture_project import make_fixture_project, make_repo_copy, seed_build_cache
 from tests.sizes import size
 
-pytestmark = pytest.mark.starts_first      # long: handed out first (tests/conftest.py)
-
 SEED = os.environ.get("DIFFERENTIAL_SEED", "12")
 SEQUENCES = size("DIFFERENTIAL_SEQUENCES", 2, 300)     # the suite's size (it must stay under 10 min); TBH_LARGE=1
 LARGER = SEQUENCES > 30          # the nightly size: the repository's sequences run too, longer, with every edit

@@ -11,8 +11,6 @@ import pytest
 
 from tests.conftest import ROOT
 
-pytestmark = pytest.mark.starts_first      # long: handed out first (tests/conftest.py)
-
 COPIED = ("model", "site_builder", "content", "templates", "static", "tests", "data", "build_site.py", "pyproject.toml")
 DELETED = 'grads[p + "ln2_g"] += dg'
 

@@ -36,8 +36,6 @@ import pytest
 from tests.fixture_project import _site_yaml, make_fixture_project
 from tests.sizes import size
 
-pytestmark = pytest.mark.starts_first      # long: handed out first (tests/conftest.py)
-
 FILES = ("model/transformer.py", "model/attention.py", "model/ops.py")
 LINES = size("MUTATION_LINES", 6, 400)     # the suite's size (it must stay under 10 min); TBH_LARGE=1
 SEED = int(os.environ.get("MUTATION_SEED", "0"))
