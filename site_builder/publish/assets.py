@@ -121,7 +121,7 @@ def _function_header_lines() -> int:
     return 0
 
 
-# (path, SHA-256 of the bytes) -> the bytes shipped: a render memo (build/memos.py), so a build
+# digest of (path, bytes) -> the bytes shipped: a render memo (build/memos.py), so a build
 # whose static files did not change tokenizes no script (esprima's import and two tokenizations
 # of every script were 1.2 s of a 3.4 s build of a one-page site), and each bundle reuses the
 # files' minified copies.
@@ -142,8 +142,8 @@ def minifier_versions() -> tuple:
 
 def minify(path: str, data: bytes) -> bytes:
     """A static file as shipped: .css and .js minified, anything else unchanged (memoised in MINIFIED)."""
-    import hashlib
-    key = (path, hashlib.sha256(data).hexdigest())
+    from site_builder.base.cache import digest
+    key = digest(path, data)
     if key not in MINIFIED:
         MINIFIED[key] = _minified(path, data)
     return MINIFIED[key]
