@@ -2,6 +2,7 @@
 repository's build cache so the training run and the examples are not recomputed per test."""
 import os
 import re
+import signal
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,13 @@ from threadpoolctl import threadpool_limits
 # One BLAS thread: the model's matrices are small, and tests and builds share 2 cores.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 threadpool_limits(1)
+
+# A suite started in the background by a shell without job control inherits SIGINT ignored,
+# and so would every child it starts: the Ctrl-C tests' children would never see their Ctrl-C
+# (measured: three tests of test_cli_model.py failed so, after 60 s each). A handler here
+# becomes the default again in each child at exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ROOT = Path(__file__).resolve().parent.parent
 

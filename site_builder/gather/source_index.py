@@ -64,6 +64,7 @@ class SourceIndex(IndexBuilding, CachesAndFlow):
         self._memo_fill: dict = {}
         self._memo_assignments: dict = {}
         self._memo_words: dict = {}
+        self._memo_class_attributes: dict = {}
         self._in_progress: set = set()
         self._cuts = 0                 # cycle guards hit: results computed past one are not memoised
 
@@ -183,10 +184,17 @@ class SourceIndex(IndexBuilding, CachesAndFlow):
 
     def class_attributes(self, package: Optional[str] = None) -> frozenset:
         """Every field, method and `self.x =` attribute of a class of `package` (default: the
-        documented one): what `cfg.width` or `optimizer.lr` may name wherever the instance is."""
+        documented one): what `cfg.width` or `optimizer.lr` may name wherever the instance is.
+        Memoised: every symbol row with a `code:` asks."""
+        package = package or self.package
+        if package not in self._memo_class_attributes:
+            self._memo_class_attributes[package] = self._class_attributes(package)
+        return self._memo_class_attributes[package]
+
+    def _class_attributes(self, package: str) -> frozenset:
         out = set()
         for node, mod in self._class_nodes.values():
-            if mod.name.split(".")[0] != (package or self.package):
+            if mod.name.split(".")[0] != package:
                 continue
             for n in node.body:
                 out |= {t.id for t in stmt_targets(n) if isinstance(t, ast.Name)}
