@@ -57,6 +57,7 @@ def example_file_words(text: str) -> dict:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return {}
+    # reversed: of two top-level functions with one name, the first is the one asked for
     return {n.name: code_words_of(n) for n in reversed(tree.body) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
