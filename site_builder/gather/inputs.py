@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from site_builder.base.cache import digest
+from site_builder.base.code_paths import code_file
 from site_builder.gather import function_keys
 
 # Top-level folders of the repository that are outputs or bookkeeping, never inputs.
@@ -99,7 +100,7 @@ def note_entered(first_lines):
         for file, line, qualname in first_lines:
             by_file.setdefault(file, set()).add((line, qualname))
         for file, lines in by_file.items():        # thousands of code objects, a few hundred files
-            rel = recorder._inside(file) if file.endswith(".py") else None
+            rel = recorder._inside(file, code_file(file)) if file.endswith(".py") else None
             if rel:
                 recorder.entered.update((rel, line, qualname) for line, qualname in lines)
 
@@ -152,12 +153,14 @@ class Recorder:
         self.entered = None           # (file, first line) of the code objects run, once note_entered says
         self.busy = False
 
-    def _inside(self, path: str):
+    def _inside(self, path: str, real: str = None):
         """path relative to the root (posix), or None when it is not a repository input. A
-        path through a symbolic link inside the repository counts as that path."""
-        if any(os.path.realpath(path) == i or os.path.realpath(path).startswith(i + os.sep) for i in self.ignore):
+        path through a symbolic link inside the repository counts as that path. `real` is
+        its resolved path, when the caller has it."""
+        real = os.path.realpath(path) if real is None else real
+        if any(real == i or real.startswith(i + os.sep) for i in self.ignore):
             return None
-        for full in (os.path.abspath(path), os.path.realpath(path)):
+        for full in (os.path.abspath(path), real):
             base = next((r for r in self.roots if full.startswith(r + os.sep)), None)
             if base:
                 parts = full[len(base) + 1:].split(os.sep)
@@ -255,7 +258,7 @@ def loaded_packages(root) -> tuple:
                 or getattr(module, "__name__", None) != name):
             continue
         file = getattr(module, "__file__", None)
-        if file and os.path.realpath(file).startswith(stdlib) and "site-packages" not in file:
+        if file and code_file(file).startswith(stdlib) and "site-packages" not in file:
             continue
         if root and (Path(root) / name).is_dir():
             continue        # a folder of the project (content/, the package): its files are inputs already,

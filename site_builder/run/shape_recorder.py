@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from site_builder.base.code_paths import code_file
+
 MAX_ENTRIES = 400        # recorded names per function: a dict of every parameter is about 100
 MAX_STRING = 80          # longer strings (a text read from a file) are no prefix of a parameter name
 
@@ -99,7 +101,7 @@ def record_shapes(root: Path, into: dict, package: str, entered: set = None):
 
     def record(frame, arg):
         code = frame.f_code
-        rel = os.path.realpath(code.co_filename)[len(package_dir):]
+        rel = code_file(code.co_filename)[len(package_dir):]
         module = f"{package}." + rel[:-3].replace(os.sep, ".") if rel.endswith(".py") else package
         module = module[:-len(".__init__")] if module.endswith(".__init__") else module
         names: dict = {}
@@ -124,7 +126,7 @@ def record_shapes(root: Path, into: dict, package: str, entered: set = None):
         if code in done:
             return
         done.add(code)
-        if os.path.realpath(code.co_filename).startswith(package_dir):
+        if code_file(code.co_filename).startswith(package_dir):
             record(frame, arg)
 
     previous = sys.getprofile()
