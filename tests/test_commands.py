@@ -27,6 +27,19 @@ def test_the_command_is_the_readmes():
     assert COMMAND == readme_build_command()
 
 
+def test_the_load_script_runs_the_readmes_test_command():
+    """benchmarks/suite_under_load.py reads the test command out of README.md, as .ci/run reads
+    the build command: the block after "Run the tests", which installs and then runs pytest."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("suite_under_load", ROOT / "benchmarks" / "suite_under_load.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"^Run the tests.*?^```bash\n(.*?)^```", text, re.S | re.M).group(1).strip()
+    assert module.readme_test_command() == block
+    assert block.startswith("python3 -m pip install") and block.endswith("python3 -m pytest")
+
+
 def build_site(*args):
     """A child process: importing build_site here would change this process's sys.path and
     environment for every later in-process build of the session."""
