@@ -308,6 +308,32 @@ def test_an_example_that_reads_a_run_is_keyed_on_the_packages_syntax_trees_not_i
     assert "run 2" in (mini / "site" / "mini.html").read_text(), "the reader shows the run trained again"
 
 
+def test_an_example_that_reads_a_run_is_keyed_on_the_project_block_not_the_whole_site_yaml(tmp_path, monkeypatch):
+    """Reading a run reads site.yaml's `project:` block (the package to fingerprint): a new
+    description or title reruns no reader, where it used to rerun every one; a change of the
+    block's values reruns them."""
+    from site_builder.gather.inputs import InputState
+    from site_builder.run import training_run
+    monkeypatch.setattr(training_run, "_state", {"cache": BuildCache(None), "retrain": False})
+    page = PAGE.replace('      - {title: A schedule, run: "sched:schedule"}',
+                        '      - {title: A schedule, run: "sched:schedule"}\n      - {title: The run, run: "runs:reader"}')
+    mini = mini_repo(tmp_path, SITE, page, {"grad": GRAD, "sched": SCHED, "runs": RUN_READER}, copy=("model",))
+    (mini / "content" / "hooks.py").write_text(RUN_HOOKS)
+    cache = tmp_path / "cache"
+    assert build(mini, mini / "site", cache_dir=cache, jobs=1).examples_run == 4
+    site_yaml = mini / "content" / "site.yaml"
+    text = site_yaml.read_text()
+    block = lambda: InputState(mini).part("content/site.yaml", "project")
+    before = block()
+    site_yaml.write_text("description: A description added above everything.\n" + text.replace("title: ", "title: Retitled ", 1))
+    assert block() == before
+    assert build(mini, mini / "site", cache_dir=cache, jobs=1).examples_run == 0, "no example reruns"
+    site_yaml.write_text(text.replace("  tests: tests\n", "  tests: tests\n  inputs: [data, content]\n", 1)
+                         if "  inputs:" not in text else text.replace("  inputs: [data]", "  inputs: [data, content]", 1))
+    assert block() != before
+    assert build(mini, mini / "site", cache_dir=cache, jobs=1).examples_run >= 1, "the run's readers rerun"
+
+
 def test_a_runs_key_is_on_the_package_the_recipe_and_the_inputs_it_names(tmp_path):
     """The training runs' key (site_builder/run/training_run.py run_key): the syntax trees of the
     package and of the hooks file (the recipe), and what the recipe passes (its corpus, its

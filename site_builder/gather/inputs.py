@@ -26,6 +26,11 @@ the child process that runs it:
   site_builder/run/training_run.py): keyed on the tree without positions, so a comment or a
   moved function leaves it, as it leaves the run. Without this kind a run's readers were keyed
   on every package file's bytes, and a comment in one function ran 89 examples again.
+* which files it read only for their *project block* (`project_block_read`: the builder
+  reading content/site.yaml's `project:` block, gather/project.py): keyed on that block's
+  values, so a new description or nav entry leaves it. Every example that reads a training
+  run reads the block (the package to fingerprint), and an edit of the site's description
+  ran all 33 examples of the test fixture again. (These two are *parts* of a file: `part_read`.)
 
 The recorded set is stored next to the result. A later build reuses the result only if
 every recorded input still has the digest it had (`Inputs.valid`). Files are hashed, not
@@ -51,7 +56,7 @@ IGNORED_TOP = {".git", ".build_cache", "site", ".pytest_cache", "test-results", 
 
 _active = []          # the Recorder running in this process, if any (audit hooks cannot be removed)
 _quiet = [0]          # > 0 while the tracer reads the lines of the functions it traced
-_tree = [0]           # > 0 while a file is read for its syntax tree alone
+_part = []            # the kinds of part_read open, innermost last
 
 
 class quiet_source:
@@ -67,16 +72,29 @@ class quiet_source:
         return False
 
 
-class syntax_tree_read:
-    """While a file is read only to take its syntax tree (`syntax_tree`): an input on that tree,
-    not on the file's bytes."""
+class part_read:
+    """While a file is read only for one part of it (PARTS names the kinds): an input on that
+    part's digest, not on the file's bytes."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
 
     def __enter__(self):
-        _tree[0] += 1
+        _part.append(self.kind)
 
     def __exit__(self, *exc):
-        _tree[0] -= 1
+        _part.pop()
         return False
+
+
+def syntax_tree_read():
+    """While a file is read only to take its syntax tree (`syntax_tree`)."""
+    return part_read("tree")
+
+
+def project_block_read():
+    """While content/site.yaml is read only for its `project:` block (`project_block`)."""
+    return part_read("project")
 
 
 def syntax_tree(data: bytes) -> str:
@@ -88,6 +106,23 @@ def syntax_tree(data: bytes) -> str:
         return ast.dump(ast.parse(text), include_attributes=False)
     except SyntaxError:
         return text
+
+
+def project_block(data: bytes) -> str:
+    """The values of a site.yaml's `project:` block (not its lines: a line added above it leaves
+    them); the text itself if the file does not parse as YAML."""
+    import json
+    import yaml
+    text = data.decode("utf-8", "replace")
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    block = loaded.get("project") if isinstance(loaded, dict) else None
+    return json.dumps(block, sort_keys=True, default=repr)
+
+
+PARTS = {"tree": syntax_tree, "project": project_block}
 
 
 def note_entered(first_lines):
@@ -112,8 +147,8 @@ def _audit(event, args):
     if event == "open":
         path, mode, flags = args
         if isinstance(path, (str, bytes, os.PathLike)) and _is_read(mode, flags):
-            if _tree[0]:
-                recorder.note_tree(os.fsdecode(path))
+            if _part:
+                recorder.note_part(os.fsdecode(path), _part[-1])
             else:
                 recorder.note_file(os.fsdecode(path), as_text=not _quiet[0] and not _from_import_system())
     elif event in ("os.listdir", "os.scandir"):
@@ -149,7 +184,7 @@ class Recorder:
         self.files, self.dirs, self.stats = set(), set(), set()
         self.missing = set()          # top-level modules an import looked for and did not find
         self.text_reads = set()       # files read other than by importing them
-        self.tree_reads = set()       # files read for their syntax tree alone
+        self.part_reads = set()       # (file, kind) of files read for one part alone (part_read)
         self.entered = None           # (file, first line) of the code objects run, once note_entered says
         self.busy = False
 
@@ -176,10 +211,10 @@ class Recorder:
             if as_text:
                 self.text_reads.add(rel)
 
-    def note_tree(self, path: str):
+    def note_part(self, path: str, kind: str):
         rel = self._inside(path)
         if rel and os.path.isfile(path):
-            self.tree_reads.add(rel)
+            self.part_reads.add((rel, kind))
 
     def note_dir(self, path: str):
         rel = self._inside(path)
@@ -335,18 +370,18 @@ class Inputs:
     packages: tuple          # (name, file, size, mtime, ((module file, size, mtime), ...))
     kinds: tuple = ()        # (relative path, "file" / "dir" / "missing") of paths it looked at
     functions: tuple = ()    # (relative path, def paths, digest): files keyed on the functions entered
-    trees: tuple = ()        # (relative path, digest): files read for their syntax tree alone
+    parts: tuple = ()        # (relative path, kind, digest): files read for one part alone (part_read)
 
     def valid(self, state: "InputState") -> bool:
         return (all(state.file(rel) == d for rel, d in self.files)
-                and all(state.tree(rel) == d for rel, d in self.trees)
+                and all(state.part(rel, kind) == d for rel, kind, d in self.parts)
                 and all(state.functions(rel, paths) == d for rel, paths, d in self.functions)
                 and all(state.listing(rel) == d for rel, d in self.dirs)
                 and all(state.kind(rel) == k for rel, k in self.kinds)
                 and packages_unchanged(self.packages, state))
 
     def key(self) -> str:
-        return digest(self.files, self.dirs, self.packages, self.kinds, self.functions, self.trees)
+        return digest(self.files, self.dirs, self.packages, self.kinds, self.functions, self.parts)
 
 
 def _starts_at(o, path: str, line: int) -> bool:
@@ -361,7 +396,7 @@ class InputState:
     def __init__(self, root: Path):
         self.root = Path(root)
         self.files, self.dirs, self.packages, self.stats = {}, {}, {}, {}
-        self.sources, self.outlines, self.parts, self.trees = {}, {}, {}, {}
+        self.sources, self.outlines, self.function_parts, self.file_parts = {}, {}, {}, {}
 
     def file(self, rel: str) -> str:
         if rel not in self.files:
@@ -374,14 +409,14 @@ class InputState:
                 self.sources[rel] = data
         return self.files[rel]
 
-    def tree(self, rel: str) -> str:
-        """The digest of the file's syntax tree (syntax_tree), "missing" if it is gone."""
-        if rel not in self.trees:
+    def part(self, rel: str, kind: str) -> str:
+        """The digest of one part of the file (PARTS[kind]), "missing" if it is gone."""
+        if (rel, kind) not in self.file_parts:
             try:
-                self.trees[rel] = digest(syntax_tree((self.root / rel).read_bytes()))
+                self.file_parts[rel, kind] = digest(PARTS[kind]((self.root / rel).read_bytes()))
             except OSError:
-                self.trees[rel] = "missing"
-        return self.trees[rel]
+                self.file_parts[rel, kind] = "missing"
+        return self.file_parts[rel, kind]
 
     def outline(self, rel: str):
         """The file's Outline (site_builder/gather/function_keys.py), None if missing or unparsable."""
@@ -393,10 +428,10 @@ class InputState:
 
     def functions(self, rel: str, paths) -> str:
         """What the file gives the key of a result that entered the defs `paths` of it."""
-        if (rel, paths) not in self.parts:
+        if (rel, paths) not in self.function_parts:
             o = self.outline(rel)
-            self.parts[rel, paths] = function_keys.key_part(o, paths) if o is not None else "unparsable"
-        return self.parts[rel, paths]
+            self.function_parts[rel, paths] = function_keys.key_part(o, paths) if o is not None else "unparsable"
+        return self.function_parts[rel, paths]
 
     def listing(self, rel: str) -> str:
         if rel not in self.dirs:
@@ -422,7 +457,7 @@ class InputState:
             self.packages[name] = package_identity(name, str(self.root))
         return self.packages[name]
 
-    def freeze(self, files, dirs, packages, looked_at=(), entered=None, text_reads=(), code_folders=(), tree_reads=()) -> Inputs:
+    def freeze(self, files, dirs, packages, looked_at=(), entered=None, text_reads=(), code_folders=(), part_reads=()) -> Inputs:
         """The Inputs of a computation that read `files` and `dirs` (relative), loaded
         `packages`, and asked whether the paths `looked_at` exist. With `entered`, the
         (file, first line) of the code it ran: the Python files of `code_folders` it did not
@@ -436,7 +471,7 @@ class InputState:
                       packages=tuple(sorted(set(packages))),
                       kinds=tuple((p, self.kind(p)) for p in sorted(set(looked_at) - set(files))),
                       functions=tuple((rel, paths, self.functions(rel, paths)) for rel, paths in by_functions.items()),
-                      trees=tuple((rel, self.tree(rel)) for rel in sorted(set(tree_reads))))
+                      parts=tuple((rel, kind, self.part(rel, kind)) for rel, kind in sorted(set(part_reads))))
 
     def _by_functions(self, files, entered, text_reads, code_folders) -> dict:
         """{file: def paths} of the files keyed on their functions (function_keys)."""

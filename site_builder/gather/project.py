@@ -168,7 +168,9 @@ _MEMO: dict = {}
 def load_project(root: Path) -> Project:
     """The project block of root/content/site.yaml, validated (ProjectError if it is wrong)."""
     from site_builder.gather.content import read_text
-    text, problem = read_text(Path(root) / SITE_FILE, SITE_FILE)
+    from site_builder.gather.inputs import project_block_read
+    with project_block_read():      # a cached result that asks depends on this block, not the whole file
+        text, problem = read_text(Path(root) / SITE_FILE, SITE_FILE)
     if problem:
         raise ProjectError([problem])
     key = (str(Path(root).resolve()), text)

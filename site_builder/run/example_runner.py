@@ -208,7 +208,7 @@ def _recording(root: Path, store: ExampleStore, fn, module):
               for f in static_inputs(root, m)}
     return value, store.state.freeze(recorder.files | static, recorder.dirs, recorder.packages(), recorder.stats,
                                      entered=recorder.entered, text_reads=recorder.text_reads,
-                                     code_folders=_code_folders(root), tree_reads=recorder.tree_reads)
+                                     code_folders=_code_folders(root), part_reads=recorder.part_reads)
 
 
 def _code_folders(root) -> tuple:
