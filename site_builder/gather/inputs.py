@@ -115,7 +115,8 @@ def project_block(data: bytes) -> str:
     import yaml
     text = data.decode("utf-8", "replace")
     try:
-        loaded = yaml.safe_load(text)
+        # libyaml when present: the pure-Python loader took 40 ms a parse, in every example's process
+        loaded = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError:
         return text
     block = loaded.get("project") if isinstance(loaded, dict) else None
