@@ -11,7 +11,7 @@ from site_builder.render.html import cite_authors, spoken_list
 from site_builder.gather.resolve import ResolveError, resolve_snippet
 from site_builder.gather.source_index import build_index
 from site_builder.render.symbols import wrap_symbols
-from tests.conftest import PROJECT_BLOCK, mini_repo
+from tests.conftest import PROJECT_BLOCK, mini_repo, shared_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -136,7 +136,7 @@ Intro.
 def test_a_declared_probe_gives_shapes_and_defaults_fill_function_and_code(tmp_path):
     from site_builder.build.page_check import check_pages
     root = mini_repo(tmp_path, SITE, PAGE, {})
-    failing, warnings, _ = check_pages(root, ["mini"], cache_dir=tmp_path / "cache", jobs=1)
+    failing, warnings, _ = check_pages(root, ["mini"], cache_dir=shared_cache(), jobs=1)
     mine = [str(p) for p in failing + warnings if p.file == "content/pages/mini.md"]
     # the probe declared on the concept recorded ids' shape: (V,) is checked, the scalar is not an array
     assert not any("'ids'" in m and "nothing checks" in m for m in mine)
@@ -153,7 +153,7 @@ def test_a_shape_nothing_checks_names_the_fix(tmp_path):
     from site_builder.build.page_check import check_pages
     page = PAGE.replace("    probe: {ids: '(V,)', val_fraction: 0.25}\n", "")
     root = mini_repo(tmp_path, SITE, page, {})
-    failing, warnings, _ = check_pages(root, ["mini"], cache_dir=tmp_path / "cache", jobs=1)
+    failing, warnings, _ = check_pages(root, ["mini"], cache_dir=shared_cache(), jobs=1)
     shown = [str(p) for p in failing + warnings if p.file == "content/pages/mini.md"]
     unchecked = [p for p in failing if "nothing checks the declared shape (V,) of 'ids'" in p.message]
     # a problem of `check` at the shape's line, naming both parameters the probe needs
@@ -240,13 +240,13 @@ def split():
 def test_the_examples_run_checks_a_declared_shape_no_probe_reaches(tmp_path):
     from site_builder.build.page_check import check_pages
     root = mini_repo(tmp_path, SITE, TRACED_PAGE, {"mini": TRACED_EXAMPLE})
-    failing, warnings, _ = check_pages(root, ["mini"], cache_dir=tmp_path / "cache", jobs=1)
+    failing, warnings, _ = check_pages(root, ["mini"], cache_dir=shared_cache(), jobs=1)
     shown = [str(p) for p in failing + warnings if p.file == "content/pages/mini.md"]
     assert any(":16: declared (T, d) for 'ids', but the example mini:split's run of model.data.train_val_split "
                "gives (20,): (20,) has 1 axes, not 2" in m for m in shown), shown
     page = root / "content" / "pages" / "mini.md"
     page.write_text(TRACED_PAGE.replace("code: ids, shape: '(T, d)'", "code: ids, shape: '(N,)'"))
-    failing, warnings, _ = check_pages(root, ["mini"], cache_dir=tmp_path / "cache", jobs=1)
+    failing, warnings, _ = check_pages(root, ["mini"], cache_dir=shared_cache(), jobs=1)
     assert not [p for p in failing + warnings if p.file == "content/pages/mini.md" and "'ids'" in p.message]
 
 
@@ -316,7 +316,7 @@ def test_a_declared_shape_only_an_example_reaches_is_checked_axis_by_axis(tmp_pa
 
     def problems(text):
         page.write_text(text)
-        failing, warnings, _ = check_pages(root, ["mini"], cache_dir=tmp_path / "cache", jobs=1)
+        failing, warnings, _ = check_pages(root, ["mini"], cache_dir=shared_cache(), jobs=1)
         everything[:] = failing
         return {p.line: p for p in failing + warnings if p.file == "content/pages/mini.md"
                 and ("declared" in p.message or "nothing checks" in p.message)}
@@ -475,7 +475,7 @@ def test_check_pages_checks_the_links_of_its_page(tmp_path):
     """`check --page` said "no problem" about a page with broken links: they were never checked."""
     from site_builder.build.page_check import check_pages
     root = mini_repo(tmp_path, SITE, PAGE.replace("Intro.\n", LINKED_BODY), {})
-    failing, _, counts = check_pages(root, ["mini"], cache_dir=tmp_path / "cache", jobs=1)
+    failing, _, counts = check_pages(root, ["mini"], cache_dir=shared_cache(), jobs=1)
     broken = [p for p in failing if "broken link" in p.message]
     line = (PAGE.replace("Intro.\n", LINKED_BODY)).splitlines().index(LINKED_BODY.splitlines()[2]) + 1
     # the missing file and the page's own missing anchor; another page's anchor is the full check's
@@ -491,7 +491,7 @@ def test_check_page_names_an_unknown_page_on_the_command_line_and_lists_a_page_o
 
     def run(*pages):
         args = [a for p in pages for a in ("--page", p)]
-        return subprocess.run([sys.executable, "build_site.py", "check", *args, "--cache-dir", str(tmp_path / "cache")],
+        return subprocess.run([sys.executable, "build_site.py", "check", *args, "--cache-dir", str(shared_cache())],
                               cwd=root, capture_output=True, text=True, timeout=300)
     unknown = run("Mini")
     assert unknown.returncode == 2
@@ -509,7 +509,7 @@ def test_check_page_of_a_page_that_does_not_load_reports_why_not_no_such_page(tm
     broken = PAGE.replace("title: Mini", "title: Other", 1).replace("id: mini-", "id: other-").replace(
         "    what: w", "    what: [w", 1)
     (root / "content" / "pages" / "other.md").write_text(broken)
-    failing, _, _ = check_pages(root, ["other"], cache_dir=tmp_path / "cache")
+    failing, _, _ = check_pages(root, ["other"], cache_dir=shared_cache())
     assert [p.file for p in failing] == ["content/pages/other.md"] and "malformed YAML" in failing[0].message, failing
 
 
@@ -545,8 +545,8 @@ def test_check_page_does_not_fail_on_another_page_s_todo(tmp_path):
     root = mini_repo(tmp_path, SITE.replace("nav: [mini]", "nav: [mini, other]"), PAGE, {})
     other = "---\ntitle: Other\nsummary: TODO\nsections: []\n---\nIntro.\n"
     (root / "content" / "pages" / "other.md").write_text(other)
-    failing, warnings, _ = check_pages(root, ["mini"], cache_dir=tmp_path / "cache", jobs=1)
+    failing, warnings, _ = check_pages(root, ["mini"], cache_dir=shared_cache(), jobs=1)
     assert not [p for p in failing if p.file == "content/pages/other.md"], failing
     assert any(w.file == "content/pages/other.md" and "still TODO" in w.message for w in warnings), warnings
-    failing, _, _ = check_pages(root, ["other"], cache_dir=tmp_path / "cache", jobs=1)
+    failing, _, _ = check_pages(root, ["other"], cache_dir=shared_cache(), jobs=1)
     assert any("still TODO" in p.message for p in failing), failing

@@ -10,7 +10,7 @@ import pytest
 
 from site_builder.build import build
 from site_builder.base.problems import BuildFailed
-from tests.conftest import PROJECT_BLOCK, ROOT, mini_repo, with_project
+from tests.conftest import PROJECT_BLOCK, ROOT, mini_repo, shared_cache, with_project
 
 SITE = """title: Mini
 repo_url: https://example.invalid/repo
@@ -66,7 +66,7 @@ def problems_of(root, page=None, site=None, strict=True):
     if site is not None:
         (root / "content/site.yaml").write_text(with_project(site))
     with pytest.raises(BuildFailed) as e:
-        build(root, root / "site", strict=strict, use_cache=False)
+        build(root, root / "site", strict=strict, cache_dir=shared_cache())
     return [str(p) for p in e.value.problems]
 
 
@@ -77,7 +77,7 @@ def only(lines, needle):
 
 
 def test_the_mini_site_builds_apart_from_undocumented_functions(mini):
-    build(mini, mini / "site", strict=False, use_cache=False)
+    build(mini, mini / "site", strict=False, cache_dir=shared_cache())
     assert (mini / "site" / "mini.html").exists()
     lines = problems_of(mini)     # strict: the rest of model/ is undocumented here
     assert all("is cited by no page" in l for l in lines)
@@ -223,7 +223,7 @@ def test_broken_link_and_anchor_fail_check_only(mini):
     only(lines, "has no anchor '#nowhere'")
     only(lines, "gone.html")
     only(lines, "#L9999")
-    build(mini, mini / "site", strict=False, use_cache=False)     # a normal build still passes
+    build(mini, mini / "site", strict=False, cache_dir=shared_cache())     # a normal build still passes
 
 
 def test_all_problems_are_listed_together(mini):
@@ -285,7 +285,7 @@ def test_a_missing_static_file_or_template_names_it(tmp_path):
 def test_a_page_saved_with_a_byte_order_mark_builds(mini):
     # Windows editors save UTF-8 with a BOM; site.yaml and examples already accept it
     (mini / "content/pages/mini.md").write_bytes(b"\xef\xbb\xbf" + PAGE.encode("utf-8"))
-    build(mini, mini / "site", strict=False, use_cache=False)
+    build(mini, mini / "site", strict=False, cache_dir=shared_cache())
     assert "Relative error" in (mini / "site" / "mini.html").read_text(encoding="utf-8")
 
 

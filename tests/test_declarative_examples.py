@@ -10,7 +10,7 @@ from model.ops import relu_backward, relu_forward
 from site_builder.build import build
 from site_builder.base.problems import BuildFailed
 from site_builder.run.examples import fmt_plain
-from tests.conftest import mini_repo
+from tests.conftest import mini_repo, shared_cache
 from tests.test_build_errors import SITE
 
 PAGE = """---
@@ -53,7 +53,7 @@ def cells(html, table_class):
 
 
 def test_a_step_table_and_a_gradient_check_from_three_lines_each(mini):
-    build(mini, mini / "site", strict=False, use_cache=False)
+    build(mini, mini / "site", strict=False, cache_dir=shared_cache())
     html = (mini / "site" / "mini.html").read_text()
     Z, dA = np.array([[1.0, -2.0, 0.5]]), np.array([[0.3, 0.4, 0.5]])
     _, positive = relu_forward(Z)
@@ -84,7 +84,7 @@ def test_a_mistake_is_one_line_at_the_example(mini, edit, needle):
         line = page.splitlines().index("        steps: [{Arrives: dA}, [positive]]") + 1
     (mini / "content/pages/mini.md").write_text(page)
     with pytest.raises(BuildFailed) as e:
-        build(mini, mini / "site", strict=True, use_cache=False)
+        build(mini, mini / "site", strict=True, cache_dir=shared_cache())
     [problem] = [str(p) for p in e.value.problems if needle in str(p)]
     assert problem.startswith(f"content/pages/mini.md:{line}: ")
 
@@ -113,7 +113,7 @@ def test_a_typo_in_steps_or_inputs_is_named_at_the_content_line(mini, old, new, 
     assert page != PAGE
     (mini / "content/pages/mini.md").write_text(page)
     with pytest.raises(BuildFailed) as e:
-        build(mini, mini / "site", strict=True, use_cache=False)
+        build(mini, mini / "site", strict=True, cache_dir=shared_cache())
     [problem] = [str(p) for p in e.value.problems if "declarative example" in str(p)]
     line = page.splitlines().index("        steps: [{Arrives: dA}, {Where Z was positive: positive}, {Passed back: return}]"
                                    .replace(old, new)) + 1

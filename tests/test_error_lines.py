@@ -15,7 +15,7 @@ import pytest
 
 from site_builder.build import build
 from site_builder.base.problems import BuildFailed
-from tests.conftest import mini_repo
+from tests.conftest import mini_repo, shared_cache
 from tests.fixture_project import make_fixture_project
 from tests.test_build_errors import EXAMPLE, PAGE, SITE
 
@@ -154,7 +154,7 @@ def test_a_broken_link_names_the_content_line_that_made_it(tmp_path):
                         "    what: How far apart two gradients are, see [[model.gradcheck.rel_error]] and [there](mini.html#nowhere).")
     root = mini_repo(tmp_path, SITE, page, {"mini": EXAMPLE})
     with pytest.raises(BuildFailed) as e:
-        build(root, root / "site", strict=True, use_cache=False)
+        build(root, root / "site", strict=True, cache_dir=shared_cache())
     lines = [str(p) for p in e.value.problems if "broken link" in p.message]
     source = root / "content/pages/mini.md"
     assert hits(lines, "'gone.html'")[0].startswith(f"content/pages/mini.md:{line_number(source, '[gone](gone.html)')}:")

@@ -9,7 +9,7 @@ import pytest
 from site_builder.render import plots
 from site_builder.render.diagrams import dataflow, render
 from site_builder.gather.source_index import build_index
-from tests.conftest import ROOT
+from tests.conftest import ROOT, shared_cache
 
 SEQ2SEQ_EXPAND = ["model.seq2seq.encode_forward", "model.seq2seq.encoder_forward", "model.seq2seq.encoder_layer_forward",
                   "model.seq2seq.decode_forward", "model.seq2seq.decoder_forward", "model.seq2seq.decoder_layer_forward"]
@@ -173,7 +173,7 @@ def test_a_diagram_naming_a_missing_function_is_one_clear_problem(tmp_path):
                         "    diagram: {function: model.transformer.block_forward, expand: [model.transformer.ffn_forwrd]}\n")
     root = mini_repo(tmp_path, SITE, page, {"mini": EXAMPLE})
     with pytest.raises(BuildFailed) as e:
-        build(root, root / "site", strict=False, use_cache=False)
+        build(root, root / "site", strict=False, cache_dir=shared_cache())
     lines = [str(p) for p in e.value.problems]
     hits = [l for l in lines if "ffn_forwrd" in l]
     assert len(hits) == 1 and hits[0].startswith("content/pages/mini.md:7:") and "did you mean" in hits[0], lines
@@ -189,7 +189,7 @@ def test_a_diagram_s_links_setting_other_than_page_is_one_clear_problem(tmp_path
                         "    diagram: {function: model.transformer.block_forward, links: pages}\n")
     root = mini_repo(tmp_path, SITE, page, {"mini": EXAMPLE})
     with pytest.raises(BuildFailed) as e:
-        build(root, root / "site", strict=True, use_cache=False)
+        build(root, root / "site", strict=True, cache_dir=shared_cache())
     hits = [str(p) for p in e.value.problems if "links is 'pages'" in str(p)]
     assert len(hits) == 1 and hits[0].startswith("content/pages/mini.md:7:") and "links: page" in hits[0], hits
 

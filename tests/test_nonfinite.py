@@ -7,7 +7,7 @@ from site_builder.build import build
 from site_builder.base.problems import BuildFailed
 from site_builder.run.examples import gradcheck_table, matrix, steps_table, table
 from site_builder.run.nonfinite import nonfinite_shown
-from tests.conftest import mini_repo
+from tests.conftest import mini_repo, shared_cache
 from tests.test_build_errors import PAGE, SITE
 
 EXAMPLE = """import numpy as np
@@ -32,7 +32,7 @@ def mini(tmp_path):
 def nonfinite_problems(root, page):
     (root / "content/pages/mini.md").write_text(page)
     try:
-        build(root, root / "site", strict=True, use_cache=False)
+        build(root, root / "site", strict=True, cache_dir=shared_cache())
     except BuildFailed as e:
         return [str(p) for p in e.problems if "non-finite" in str(p) or "shows_nonfinite" in str(p)]
     return []

@@ -17,7 +17,7 @@ from site_builder.build import build
 from site_builder.base.problems import BuildFailed
 from site_builder.publish.write import (MANIFEST, MARKER, MARKER_TEXT, OutputRefused, check_output, output_lock,
                                 remove_stale, write_site)
-from tests.conftest import ROOT, mini_repo, with_project
+from tests.conftest import ROOT, mini_repo, shared_cache, with_project
 from tests.test_build_errors import EXAMPLE, PAGE, SITE, only, problems_of
 
 COPIED = ("model", "templates", "static", "data", "tests", "site_builder")
@@ -277,7 +277,7 @@ def test_a_page_that_is_not_utf8_names_its_line(mini):
 def test_a_site_file_that_is_not_utf8_names_its_line_and_the_right_fix(mini):
     (mini / "content/site.yaml").write_bytes(with_project(SITE.replace("Attention", "Attenti\xf6n")).encode("latin-1"))
     with pytest.raises(BuildFailed) as e:
-        build(mini, mini / "site", use_cache=False)
+        build(mini, mini / "site", cache_dir=shared_cache())
     [line] = [str(p) for p in e.value.problems]
     assert line.startswith("content/site.yaml:5: ") and line.endswith("(save the file as UTF-8)")
     assert "create" not in line

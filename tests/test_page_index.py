@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 import pytest
 
 from site_builder.run.call_map import traced_step
-from tests.conftest import ROOT
+from tests.conftest import ROOT, shared_cache
 
 
 class MapParser(HTMLParser):
@@ -170,7 +170,7 @@ def test_without_the_settings_the_landing_page_leaves_out_what_they_feed(tmp_pat
     from tests.conftest import mini_repo
     root = mini_repo(tmp_path, bare_site(), PAGE, {"mini": EXAMPLE})
     (root / "content" / "hooks.py").write_text(BARE_HOOKS)
-    build(root, root / "site", strict=False, use_cache=False)
+    build(root, root / "site", strict=False, cache_dir=shared_cache())
     index = (root / "site" / "index.html").read_text()
     assert 'id="map"' not in index and "call-map" not in index
     assert "<h2 id=\"size\">Parameters at the default config</h2>" in index
@@ -189,7 +189,7 @@ def test_a_config_without_defaults_and_no_hook_is_one_problem_line(tmp_path):
     from tests.conftest import mini_repo
     root = mini_repo(tmp_path, bare_site(BARE_PROJECT.replace("  hooks: content/hooks.py\n", "")), PAGE, {"mini": EXAMPLE})
     with pytest.raises(BuildFailed) as e:
-        build(root, root / "site", strict=False, use_cache=False)
+        build(root, root / "site", strict=False, cache_dir=shared_cache())
     [line] = [str(p) for p in e.value.problems]
     assert line.startswith("content/site.yaml:") and "ModelConfig, cannot be made at its defaults" in line
     assert "documented_config" in line
@@ -205,7 +205,7 @@ def test_a_hooks_file_that_does_not_import_is_one_problem_line(tmp_path):
     text = BARE_HOOKS + "\ndef broken(:\n"
     (root / "content" / "hooks.py").write_text(text)
     with pytest.raises(BuildFailed) as e:
-        build(root, root / "site", strict=False, use_cache=False)
+        build(root, root / "site", strict=False, cache_dir=shared_cache())
     [line] = [str(p) for p in e.value.problems]
     at = text.splitlines().index("def broken(:") + 1
     assert line.startswith(f"content/hooks.py:{at}: the hooks file cannot be imported: SyntaxError"), line

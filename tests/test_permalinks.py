@@ -75,11 +75,11 @@ def test_a_concept_page_built_outside_a_checkout_says_its_links_name_the_branch(
     the branch and says it may have moved on, as the source pages do."""
     import re
     from site_builder.build import build
-    from tests.conftest import mini_repo
+    from tests.conftest import mini_repo, shared_cache
     from tests.test_build_errors import EXAMPLE, PAGE, SITE
     root = mini_repo(tmp_path, SITE, PAGE, {"mini": EXAMPLE})
     assert head_commit(root) is None
-    build(root, root / "site", cache_dir=tmp_path / "cache")
+    build(root, root / "site", cache_dir=shared_cache())
     html = (root / "site" / "mini.html").read_text()
     links = re.findall(r'<a href="https://example\.invalid/repo/blob/([^/"]+)/[^"]*"( title="[^"]*")?>([^<]*)</a>', html)
     assert links and all(branch == "main" and title and text.endswith("(branch main)") for branch, title, text in links)

@@ -10,7 +10,7 @@ import pytest
 from site_builder.build import build
 from site_builder.base.problems import BuildFailed
 from site_builder.gather.prose import code_refs, format_value, typed_numbers
-from tests.conftest import ROOT, mini_repo
+from tests.conftest import ROOT, mini_repo, shared_cache
 from tests.test_build_errors import EXAMPLE, PAGE, SITE
 
 PROBLEM = re.compile(r"^(?P<file>[^\s:]+):(?P<line>\d+): (?P<what>.*)$")
@@ -61,7 +61,7 @@ def test_a_computed_value_renders_where_it_is_written_and_is_recorded(tmp_path):
                         "It checks {{mini:sizes.n | words}} gradients at h = {{mini:sizes.h}}, "
                         "$s = {{mini:sizes.share | .2f}}$, and the paper says {{quote vaswani2017 | eps = 0.1}}.")
     root = mini_repo(tmp_path, SITE, page, {"mini": VALUES})
-    build(root, root / "site", use_cache=False)
+    build(root, root / "site", cache_dir=shared_cache())
     out = (root / "site/mini.html").read_text(encoding="utf-8")
     assert re.search(r'It checks <span class="computed"[^>]*>three</span> gradients at h = <span class="computed"[^>]*>1e-5</span>', out)
     assert "<mn>0.56</mn>" in out                                    # inside TeX: plain text, rendered by KaTeX
@@ -85,7 +85,7 @@ def test_check_fails_on_a_typed_number_in_prose_at_its_line(tmp_path):
                         "No bar: {{quote vaswani2017 the words}}.")
     root = mini_repo(tmp_path, SITE, page, {"mini": VALUES})
     with pytest.raises(BuildFailed) as e:
-        build(root, root / "site", strict=True, use_cache=False)
+        build(root, root / "site", strict=True, cache_dir=shared_cache())
     lines = [str(p) for p in e.value.problems]
     at = {needle: next(i for i, l in enumerate(page.split("\n"), 1) if needle in l)
           for needle in ("31444", "Gone:", "Bad format:", "Unclosed:", "No bar:")}

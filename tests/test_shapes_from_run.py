@@ -8,7 +8,7 @@ import pytest
 
 from site_builder.build import build
 from site_builder.base.problems import BuildFailed
-from tests.conftest import mini_repo
+from tests.conftest import mini_repo, shared_cache
 from tests.test_build_errors import SITE
 
 PAGE = """---
@@ -65,7 +65,7 @@ def shape_rows(html):
 
 
 def test_a_function_taking_a_generator_gets_its_shapes_from_the_examples_run(mini):
-    build(mini, mini / "site", strict=False, use_cache=False)
+    build(mini, mini / "site", strict=False, cache_dir=shared_cache())
     html = (mini / "site" / "mini.html").read_text()
     assert shape_rows(html) == [["Array", "Shape", "In the example's run"], ["starts", "(B,)", "(3,)"],
                                 ["windows", "(B, 6)", "(3, 6)"], ["out[0]", "(B, T)", "(3, 5)"],
@@ -77,7 +77,7 @@ def test_an_example_that_never_calls_the_function_is_one_line_at_run(mini):
     page = PAGE.replace("        run: mini:batch\n", "        run: mini:nothing\n")
     (mini / "content/pages/mini.md").write_text(page)
     with pytest.raises(BuildFailed) as e:
-        build(mini, mini / "site", strict=True, use_cache=False)
+        build(mini, mini / "site", strict=True, cache_dir=shared_cache())
     line = page.splitlines().index("        run: mini:nothing") + 1
     [problem] = [str(p) for p in e.value.problems if "mini:nothing" in str(p)]
     assert problem.startswith(f"content/pages/mini.md:{line}: the example mini:nothing never calls "
