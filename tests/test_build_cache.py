@@ -285,16 +285,23 @@ def test_retrain_trains_again_and_reruns_exactly_the_examples_that_read_the_runs
     assert "run 2" in (mini / "site" / "mini.html").read_text()
 
 
-def test_an_example_that_reads_a_run_is_keyed_on_the_packages_syntax_trees_not_its_bytes(tmp_path, monkeypatch):
-    """A training run's key reads every package file for its syntax tree, and so does each
-    example that reads the run: a comment (a new text of no function it entered) reruns none of
-    them, where it used to rerun every reader; a code edit anywhere retrains and reruns them."""
+def run_reader_repo(tmp_path, monkeypatch):
+    """The mini repository with an example that reads a training run (runs:reader), trained
+    under a fresh training-run state."""
     from site_builder.run import training_run
     monkeypatch.setattr(training_run, "_state", {"cache": BuildCache(None), "retrain": False})
     page = PAGE.replace('      - {title: A schedule, run: "sched:schedule"}',
                         '      - {title: A schedule, run: "sched:schedule"}\n      - {title: The run, run: "runs:reader"}')
     mini = mini_repo(tmp_path, SITE, page, {"grad": GRAD, "sched": SCHED, "runs": RUN_READER}, copy=("model",))
     (mini / "content" / "hooks.py").write_text(RUN_HOOKS)
+    return mini
+
+
+def test_an_example_that_reads_a_run_is_keyed_on_the_packages_syntax_trees_not_its_bytes(tmp_path, monkeypatch):
+    """A training run's key reads every package file for its syntax tree, and so does each
+    example that reads the run: a comment (a new text of no function it entered) reruns none of
+    them, where it used to rerun every reader; a code edit anywhere retrains and reruns them."""
+    mini = run_reader_repo(tmp_path, monkeypatch)
     log = tmp_path / "trained.log"
     trained = lambda: log.read_text().split() if log.exists() else []
     cache = tmp_path / "cache"
@@ -313,12 +320,7 @@ def test_an_example_that_reads_a_run_is_keyed_on_the_project_block_not_the_whole
     description or title reruns no reader, where it used to rerun every one; a change of the
     block's values reruns them."""
     from site_builder.gather.inputs import InputState
-    from site_builder.run import training_run
-    monkeypatch.setattr(training_run, "_state", {"cache": BuildCache(None), "retrain": False})
-    page = PAGE.replace('      - {title: A schedule, run: "sched:schedule"}',
-                        '      - {title: A schedule, run: "sched:schedule"}\n      - {title: The run, run: "runs:reader"}')
-    mini = mini_repo(tmp_path, SITE, page, {"grad": GRAD, "sched": SCHED, "runs": RUN_READER}, copy=("model",))
-    (mini / "content" / "hooks.py").write_text(RUN_HOOKS)
+    mini = run_reader_repo(tmp_path, monkeypatch)
     cache = tmp_path / "cache"
     assert build(mini, mini / "site", cache_dir=cache, jobs=1).examples_run == 4
     site_yaml = mini / "content" / "site.yaml"
