@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -151,3 +152,15 @@ def test_check_page_with_a_full_cache_disk_is_one_line(tmp_path, monkeypatch, ca
     assert build_site.check_pages_command(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: cannot write {cache}") and "--cache-dir" in err[0], err
+
+
+def test_an_out_where_no_file_can_be_created_is_one_line():
+    """/proc/x: creating the lock there is ENOENT though its folder exists; that is one line
+    naming --out, not an internal error. (A path under a regular file is refused earlier,
+    by check_output.)"""
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("no /proc on this system")
+    out = Path("/proc/x")
+    with pytest.raises(OutputRefused, match=r"^--out .*: cannot create .*; choose an --out in a folder you can write files to$"):
+        with output_lock(out):
+            pass

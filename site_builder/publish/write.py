@@ -211,8 +211,16 @@ def open_lock(lock_path: Path):
 def output_lock(out: Path, wait_seconds=120.0, root=None):
     check_output(out, root)
     lock_path = lock_path_of(out)
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open_lock(lock_path) as lock:
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        lock_file = open_lock(lock_path)
+    except OSError as e:
+        if e.errno in ENVIRONMENT_ERRNOS:
+            raise                           # cannot_write's line names the file and what to do
+        # A folder that holds no files of ours (/proc, /sys, a path under a file): say so once.
+        raise OutputRefused(f"--out {out}: cannot create {e.filename or lock_path} ({e.strerror}); "
+                            f"choose an --out in a folder you can write files to") from None
+    with lock_file as lock:
         deadline = time.monotonic() + wait_seconds
         announced = False
         while True:
