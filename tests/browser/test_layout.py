@@ -114,6 +114,21 @@ def test_phone_layout_menu_and_wide_parts(browser, site_url):
     context.close()
 
 
+def test_a_footer_naming_uncommitted_files_wraps_on_a_phone(browser, site_url):
+    """A build from a working tree lists each uncommitted file in the footer ("Built from
+    commit ..., with uncommitted changes to tests/browser/test_lesson.py, ..."): on a phone
+    that line wraps, even inside a path, and the page never scrolls sideways (a build from a
+    dirty checkout once made six pages 3-19 px too wide)."""
+    context = browser.new_context(viewport=PHONE)
+    page = context.new_page()
+    page.goto(site_url + "attention.html")         # a page with a previous and a next link
+    page.evaluate("""() => { const built = document.querySelector('.footer .built');
+        built.textContent = 'Built from commit f6db17681fbe, with uncommitted changes to '
+          + Array.from({length: 4}, (_, i) => `tests/browser/test_a_rather_long_name_${i}.py`).join(', '); }""")
+    assert no_sideways_scroll(page), page.evaluate("document.documentElement.scrollWidth")
+    context.close()
+
+
 def test_print_shows_every_step_and_no_controls(page, site_url):
     page.goto(site_url + "block.html")
     page.emulate_media(media="print")

@@ -2,6 +2,7 @@
 connection) is one closed disclosure a click away; phones and narrow desktops keep the parts
 that matter on screen."""
 import pytest
+from playwright.sync_api import expect
 
 CLOSE_ALL = "for (const d of document.querySelectorAll('details')) d.open = false"
 
@@ -51,11 +52,13 @@ def test_the_test_count_opens_the_evidence(page, site_url):
     assert evidence.evaluate("d => d.open") is False
     assert not page.locator("#ffn-forward--tests").is_visible()
     page.locator("#ffn-forward--used + dl.used a.to-evidence").click()
-    assert evidence.evaluate("d => d.open") is True
+    # waited for: the first click opens it in the hashchange handler, a task queued after the
+    # click returns (one loaded run of the suite read it still closed)
+    expect(evidence).to_have_js_property("open", True, timeout=10000)
     assert page.locator("#ffn-forward--tests").is_visible()
     page.evaluate("document.querySelector('#ffn-forward--evidence').open = false")
     page.locator("#ffn-forward--used + dl.used a.to-evidence").click()     # the same hash again: no hashchange
-    assert evidence.evaluate("d => d.open") is True
+    expect(evidence).to_have_js_property("open", True, timeout=10000)
 
 
 def test_a_link_to_an_anchor_inside_opens_it(page, site_url):

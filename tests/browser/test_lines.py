@@ -1,5 +1,6 @@
 """A line range in a source page's address marks exactly those rows."""
 import pytest
+from playwright.sync_api import expect
 
 
 @pytest.fixture
@@ -11,10 +12,13 @@ def test_a_range_marks_its_rows_and_a_single_line_is_the_target(page, source_url
     page.goto(f"{source_url}#L10-L13")
     marked = page.eval_on_selector_all("tr.in-range", "rows => rows.map(r => r.id)")
     assert marked == ["L10", "L11", "L12", "L13"]
+    # The same page at another hash: lines.js marks it on hashchange, a task that may run after
+    # goto returns, so the rows are waited for.
     page.goto(f"{source_url}#L20-L21")
+    expect(page.locator("tr.in-range")).to_have_count(2, timeout=10000)
     assert page.eval_on_selector_all("tr.in-range", "rows => rows.map(r => r.id)") == ["L20", "L21"]
     page.goto(f"{source_url}#L5")
-    assert page.eval_on_selector_all("tr.in-range", "rows => rows.length") == 0
+    expect(page.locator("tr.in-range")).to_have_count(0, timeout=10000)
     assert page.evaluate("document.querySelector(':target').id") == "L5"
 
 

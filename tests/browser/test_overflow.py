@@ -73,8 +73,11 @@ def test_an_anchor_far_down_the_longest_page_lands_on_its_target(browser, site_u
         context = browser.new_context(viewport=viewport)
         page = context.new_page()
         page.goto(f"{site_url}{longest.name}#{target}")
-        page.wait_for_timeout(500)
-        top = page.evaluate(f"document.getElementById('{target}').getBoundingClientRect().top")
-        padding = page.evaluate("parseFloat(getComputedStyle(document.documentElement).scrollPaddingTop)")
-        assert page.evaluate("scrollY") > 0 and abs(top - padding) <= 2, (longest.name, target, top, padding)
+        top = f"document.getElementById('{target}').getBoundingClientRect().top"
+        padding = "parseFloat(getComputedStyle(document.documentElement).scrollPaddingTop)"
+        try:        # waited for, not slept on: the page settles (fonts, figures), then scrolls again
+            page.wait_for_function(f"scrollY > 0 && Math.abs(({top}) - ({padding})) <= 2", timeout=10_000)
+        except Exception:
+            pytest.fail(f"{longest.name}#{target}: top {page.evaluate(top):.1f} px, scroll padding "
+                        f"{page.evaluate(padding):.1f} px, scrollY {page.evaluate('scrollY')}")
         context.close()
