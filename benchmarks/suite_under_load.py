@@ -9,7 +9,8 @@ machine and fails on a busy one: a CI runner shared with other jobs. The suite's
 longer than usual.
 
 What it does. It reads the test command out of README.md (the first ```bash block after the
-line "Run the tests", as .ci/run reads the build command), clones this checkout's HEAD once
+line "Run the tests", as .ci/run reads the build command), runs its setup (what comes before
+its last `&&`: the install) once, so the loops' interpreter can build, clones this checkout's HEAD once
 per build loop into a temporary folder (so the loops share neither the checkout's build cache
 nor its output lock), and in each clone runs `python3 build_site.py --no-cache --out ...` over
 and over: every example and both training runs, each build on the builder's own worker pool.
@@ -100,6 +101,16 @@ def main(argv=None) -> int:
     command = readme_test_command() + "".join(f" {a}" for a in args.extra)
     logs = args.logs or Path(tempfile.mkdtemp(prefix="suite-under-load-"))
     logs.mkdir(parents=True, exist_ok=True)
+    # The loops run builds with this interpreter: its packages come from the command's setup
+    # (everything before its last `&&`), so that runs once first, or the first run's loops
+    # would fail at import, a second apart, and load nothing.
+    setup = command.rsplit("&&", 1)[0].strip() if "&&" in command else ""
+    if setup:
+        started = time.monotonic()
+        done = subprocess.run(["bash", "-c", setup], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if done.returncode:
+            sys.exit(f"error: the test command's setup failed ({setup}):\n{done.stderr.strip()[-2000:]}")
+        print(f"setup: {setup} ({time.monotonic() - started:.0f} s, before the loops start)", flush=True)
     work = Path(tempfile.mkdtemp(prefix="suite-under-load-clones-"))
     loops = []
     for n in range(args.loops):
