@@ -339,3 +339,23 @@ def test_a_chosen_or_typed_prompt_is_drawn_exactly(built_site):
     typed = "To be, or not to be, that is the question"
     assert chosen(typed, 1, 2).data["window"] == typed[:seq_len]
     assert chosen(typed, 1, 2).data["A"].shape == (seq_len, seq_len)
+
+
+def test_every_cache_row_says_what_it_holds_and_where_it_is_built(site_page):
+    """mha_forward's cache holds its own arrays (Qh, A, ...), not sub-caches: each row still
+    describes its key and links the line that binds the array (a parameter: the def line)."""
+    import inspect
+    html = site_page("attention")
+    table = html[html.index('<table class="caches">'):]
+    table = table[:table.index("</table>")]
+    rows = re.findall(r'<tr><td><code>c\["(\w+)"\]</code></td>(.*?)</tr>', table, re.S)
+    _, cache = mha_forward(np.ones((2, D)), np.ones((2, D)), params_with_biases(), "a.", H)
+    assert sorted(k for k, _ in rows) == sorted(cache)
+    lines, first = inspect.getsourcelines(mha_forward)
+    binds = {"Qh": next(first + i for i, text in enumerate(lines) if text.lstrip().startswith("Qh, Kh, Vh =")),
+             "Xq": first}
+    for key, row in rows:
+        assert re.search(r'<ul class="holds"><li>\S', row), f"c[{key!r}] holds nothing"
+        assert re.search(r'>attention\.py:\d+</a>', row), f"c[{key!r}] has no 'Built at'"
+        if key in binds:
+            assert f">attention.py:{binds[key]}</a>" in row

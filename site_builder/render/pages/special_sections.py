@@ -42,29 +42,45 @@ class SpecialSections:
             producer = assigned.get(var)
             producer_fn = self.cache_builder(producer[1]) if producer else None
             pb = self.index.cache_builds(producer_fn) if producer_fn else None
+            if pb is None:
+                # Not a sub-cache but an array the forward function holds itself (mha_forward's
+                # Qh): described under its own key, built where fwd binds it (a parameter: its
+                # def line), read by bwd itself unless bwd passes it on.
+                producer_fn, pb_line = fwd, self.binding_line(fwd, var, build.line)
+                described = [key]
+            else:
+                pb_line, described = pb.line, pb.keys
             items = []
-            for k in (pb.keys if pb else ()):
+            for k in described:
                 if k not in holds:
-                    self.problems.append(Problem(page.file, s.line_of("holds"), f"the cache of {producer_fn} holds '{k}', "
+                    whose = f"the cache of {producer_fn} holds" if pb else f"{fwd}'s cache holds"
+                    self.problems.append(Problem(page.file, s.line_of("holds"), f"{whose} '{k}', "
                                                  "but 'holds' does not describe it", f"add '{k}: ...' under holds"))
-                items.append(dict(key=k, html=self.r.md(holds.get(k, ""), page.file, s.line_of("holds"), inline=True)))
+                items.append(dict(key=k if pb else None, html=self.r.md(holds.get(k, ""), page.file, s.line_of("holds"), inline=True)))
             read = reads.get(key)
-            pf = self.index.function(producer_fn) if producer_fn else None
-            if pb:
-                self.cite_function("caches", producer_fn, s["id"], pb.line, cache=key, action="builds")
+            pf = self.index.function(producer_fn)
+            self.cite_function("caches", producer_fn, s["id"], pb_line, cache=key, action="builds")
             if read:
                 self.cite_function("caches", bwd, s["id"], read.line, cache=key, action="reads")
             rows.append(dict(
                 key=key, held=items,
-                built=dict(label=f"{short_file(pf.file, self.project.package)}:{pb.line}", href=source_url(pf.file) + f"#L{pb.line}") if pb else None,
-                producer=self.fn_link(producer_fn) if producer_fn else None,
-                reader=self.fn_link(read.passed_to) if read and read.passed_to else None,
+                built=dict(label=f"{short_file(pf.file, self.project.package)}:{pb_line}", href=source_url(pf.file) + f"#L{pb_line}"),
+                producer=self.fn_link(producer_fn),
+                reader=self.fn_link(read.passed_to or bwd) if read else None,
                 read_at=dict(label=f"{short_file(self.index.function(bwd).file, self.project.package)}:{read.line}",
                              href=source_url(self.index.function(bwd).file) + f"#L{read.line}") if read else None))
         # In the order the backward pass reads them: the order a reader follows the gradient in.
         rows.sort(key=lambda row: (reads[row["key"]].line if row["key"] in reads else float("inf")))
         return dict(kind="caches", id=s["id"], title=s["title"], rows=rows,
                     intro=self.md(s, "intro"), after=self.md(s, "after"))
+
+    def binding_line(self, fn, var, fallback):
+        """The line where `fn` last binds `var` before its cache is built, or its def line when
+        `var` is a parameter; `fallback` (the cache's own line) for an expression."""
+        places = [first for first, _ in self.index.assignments(fn).get(var, ()) if first <= fallback]
+        if places:
+            return places[-1]
+        return self.index.function(fn).start if var.isidentifier() else fallback
 
     def cache_builder(self, fn):
         """The function whose return statement builds the cache: fn itself, or the function
