@@ -117,11 +117,14 @@ def test_editing_one_function_reruns_exactly_the_examples_that_entered_it(own_mo
     assert fresh_counts(mini, cache) == (1, 2)
     replace(gradcheck, "np.float64)\n    return float(", "np.float64)  # edited\n    return float(")   # rel_error
     assert fresh_counts(mini, cache) == (2, 1)
+    reused = build(mini, mini / "site", strict=False, cache_dir=cache).pages_cached    # nothing changed
     replace(optim, "warmup_steps:\n", "warmup_steps:  # edited\n")      # warmup_cosine_lr, which nothing calls
     replace(gradcheck, "h=1e-5):\n", "h=1e-5):  # edited\n")           # numerical_grad, which nothing calls
-    assert fresh_counts(mini, cache) == (0, 3)
+    # No page read those lines (render/pages/reads.py): every page is reused, no example looked up.
+    assert fresh_counts(mini, cache) == (0, 0)
+    assert build(mini, mini / "site", strict=False, cache_dir=cache).pages_cached == reused
     swap_functions(optim, "decays", "clip_grad_norm")                 # a move that shifts neither entered function
-    assert fresh_counts(mini, cache) == (0, 3)
+    assert fresh_counts(mini, cache)[0] == 0
     swap_functions(optim, "warmup_cosine_lr", "noam_lr")              # noam_lr moves: its lines are cited
     assert fresh_counts(mini, cache) == (1, 2)
     swap_functions(optim, "noam_lr", "warmup_cosine_lr")              # back: a state seen before, page and all
@@ -148,7 +151,7 @@ def test_editing_a_model_file_reruns_exactly_the_examples_that_import_it(own_mod
     replace(mini / "model" / "optim.py", '"_w")', '"_w", "_b")')      # module level: only sched imports it
     assert fresh_counts(mini, cache) == (1, 2)
     replace(mini / "model" / "gradcheck.py", "import numpy as np", "import numpy as np  # an edit")
-    assert fresh_counts(mini, cache) == (0, 3)                # a comment: the syntax tree is the same
+    assert fresh_counts(mini, cache) == (0, 0)                # a comment no page quotes: nothing is looked up
     replace(mini / "model" / "gradcheck.py", "import numpy as np  # an edit", "import numpy as np\nEDITED = 1")
     assert fresh_counts(mini, cache) == (2, 1)                # module level: both grad examples import it
     touch(mini / "content" / "pages" / "mini.md", "More body.\n")    # content is not an example input

@@ -27,6 +27,13 @@ The pool (fixture_edits):
   model_function_move     ffn_backward moved to the end of model/transformer.py: the functions
                           below it move up, the pages cite their new lines, and the examples
                           whose functions moved rerun
+  model_edit_no_page_reads  a statement of mha_forward rewritten (the same value, the same lines):
+                          no fixture page reads its lines, so every page is reused unless an
+                          example it shows entered mha_forward (render/pages/reads.py)
+  model_docstring_change  CharTokenizer.__init__'s docstring reworded (the tokens page asks
+                          for the function; its record holds the docstring)
+  test_helper_line        a comment on a line of assert_close in tests/test_gradcheck.py, the
+                          helper of a test the loss page cites (and a file its example imports)
   content_prose           a sentence of the embeddings page reworded
   pdf_pages_move          the site's description made a page longer: the companion PDF's title page
                           prints it, so every equation lands on a later page, and each concept's
@@ -606,6 +613,12 @@ def fixture_edits():
         TextEdit("model_value_change", [("model/config.py", "ln_eps: float = 1e-5", "ln_eps: float = 1e-3")]),
         TextEdit("model_function_change", [("model/seq2seq.py", "angle = pos / 10000.0 **", "angle = pos / 1000.0 **")]),
         MoveFunction("model_function_move", "model/transformer.py", "ffn_backward"),
+        TextEdit("model_edit_no_page_reads", [("model/attention.py", "S = Qh @ Kh.swapaxes(-1, -2)",
+                                               "S = (Qh @ Kh.swapaxes(-1, -2))")]),
+        TextEdit("model_docstring_change", [("model/data.py", "Ids are positions in the sorted list",
+                                             "Ids are the positions of characters in the sorted list")]),
+        TextEdit("test_helper_line", [("tests/test_gradcheck.py", "    err = rel_error(analytic, numeric)\n",
+                                       "    err = rel_error(analytic, numeric)  # edited by the differential test\n")]),
         TextEdit("content_prose", [("content/pages/embeddings.md",
                                     "The model never sees a character.", "The model never reads a single character.")]),
         TextEdit("pdf_pages_move", [("content/site.yaml", SITE_DESCRIPTION, SITE_DESCRIPTION + PDF_PAGE_OF_PROSE)]),

@@ -6,6 +6,7 @@ are pickles written atomically (temp file, then rename), so a build killed halfw
 either the old entry or the new one. A corrupt or unreadable entry counts as a miss: the
 cache can only ever cost a rerun, never a wrong page.
 """
+import dataclasses
 import hashlib
 import os
 import pickle
@@ -22,9 +23,34 @@ def digest(*parts) -> str:
     return h.hexdigest()
 
 
+def canonical(value) -> str:
+    """A text of `value` that does not depend on the process: sets sorted, dataclasses by field."""
+    if isinstance(value, (str, int, float, bool, type(None))):
+        return repr(value)
+    if isinstance(value, (set, frozenset)):
+        return "{" + ",".join(sorted(canonical(v) for v in value)) + "}"
+    if isinstance(value, dict):
+        items = "{" + ",".join(f"{canonical(k)}:{canonical(v)}" for k, v in value.items()) + "}"
+        extra = getattr(value, "__dict__", None)          # a dict subclass's own attributes
+        return items + (canonical(dict(sorted(extra.items()))) if extra else "")
+    if hasattr(value, "__array__") and hasattr(value, "dtype"):
+        import numpy as np
+        a = np.ascontiguousarray(value)
+        return f"array({a.dtype},{a.shape},{hashlib.sha256(a.tobytes()).hexdigest()})"
+    if isinstance(value, (list, tuple)):
+        return f"{type(value).__name__}(" + ",".join(canonical(v) for v in value) + ")"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return type(value).__name__ + canonical(tuple(getattr(value, f.name) for f in dataclasses.fields(value)))
+    if isinstance(value, BaseException):
+        return f"{type(value).__name__}:{value}"
+    if getattr(value, "__dict__", None) is not None and not callable(value):   # not a default repr's address
+        return type(value).__name__ + canonical(dict(sorted(vars(value).items())))
+    return f"{type(value).__name__}:{value!r}"
+
+
 CACHE_MARKER = ".site-builder-cache"
 # What a cache folder holds: a folder of only these (from before the marker) is a cache too.
-CACHE_KINDS = {"example-inputs", "examples", "html", "jinja", "memo", "pages", "pdf", "search", "shapes", "stamps",
+CACHE_KINDS = {"example-digests", "example-inputs", "examples", "html", "jinja", "memo", "page-reads", "pages", "pdf", "search", "shapes", "stamps",
                "training", CACHE_MARKER}
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from site_builder.run import training_run
 from site_builder.base.cache import digest
 from site_builder.gather.content import concepts
+from site_builder.base.cache import canonical
 
 
 def example_requests(root, content, slugs=None):
@@ -62,13 +63,16 @@ def declared_probes(content):
             for page in content.pages.values() for c in concepts(page) if isinstance(c.get("probe"), dict)}
 
 
-def shared_page_key(root: Path, content, index, site_info, input_digests):
+def shared_page_key(root: Path, content, index, site_info, input_digests, shapes=None, step=None):
     """What every page is made from: every input of the build (fingerprint.input_digests) but
-    the pages and examples themselves, every page's title, summary and concept functions
-    (navigation and cross-page links), the commit and the config."""
+    the pages and examples themselves and the files of the source index (a page is keyed on
+    what it asked the index: render/pages/reads.py), every page's title, summary and concept
+    functions (navigation and cross-page links), the probes' shapes and the traced step the
+    landing page maps (both run the package's code), the commit and the config."""
     own = ("content/pages/", "content/examples/")
     return digest(
-        [(rel, sha) for rel, sha in input_digests if not rel.startswith(own)], sorted((f, "\n".join(lines)) for f, lines in index.files.items()),
+        [(rel, sha) for rel, sha in input_digests if not rel.startswith(own) and rel not in index.files],
+        canonical(shapes), canonical(step),
         [(slug, str(p.meta.get("title")), str(p.meta.get("summary")),
           [str(c.get("function")) + ":" + str(c.get("id")) for c in concepts(p)]) for slug, p in content.pages.items()],
         sorted(declared_probes(content).items()),     # a page's probe gives shapes to other pages' functions

@@ -20,6 +20,8 @@ from site_builder.gather.content import load_content
 from site_builder.gather.project import load_project
 from site_builder.publish import hosting
 from site_builder.render.pages.builder import PageBuilder
+from site_builder.render.pages.caching import cached_page_key
+from site_builder.render.pages.reads import Answers
 from site_builder.base.problems import Problem
 from site_builder.render.html import Renderer
 from site_builder.gather.source_index import build_index, unimportable_test_imports
@@ -97,11 +99,13 @@ def _gather_pages(root, problems, cache, jobs, retrain, input_digests, content, 
     keys, identities = {}, {}
     if cache is not None and cache.folder is not None:
         site_info["shared_key"] = shared_page_key(root, content, index, site_info,
-                                                  input_digests or fingerprint.input_digests(root))
-        identities = {r.ref: store.lookup(r.ref) for r in requests if r.ref not in retrained}
+                                                  input_digests or fingerprint.input_digests(root), shapes, step)
+        identities = {r.ref: store.identity(store.lookup(r.ref)) for r in requests if r.ref not in retrained}
         keys = page_keys(root, content, site_info["shared_key"], identities)
     # A page whose view model is cached needs none of its examples' results.
-    stale = [slug for slug in content.pages if not (keys.get(slug) and cache.has("pages", keys[slug]))]
+    answers = Answers(index, root, renderer.code_memo)
+    stale = [slug for slug in content.pages
+             if not ((key := cached_page_key(cache, keys.get(slug), answers)) and cache.has("pages", key))]
     stale_requests = example_requests(root, content, stale)
     outcomes = run_examples(root, stale_requests, problems, store, jobs, rerun=retrained,
                             shared=training_step(root, {r.ref for r in stale_requests}))
@@ -113,8 +117,9 @@ def _gather_pages(root, problems, cache, jobs, retrain, input_digests, content, 
     # has had the content, the index and the examples' look-ups to do it in.
     package_files, test_files = highlighting
     merge_highlighted(package_files, renderer.code_memo)
-    site = PageBuilder(root, content, index, renderer, shapes, problems, site_info, cache, results, step).build(
-        keys, jobs, shared_memos(renderer))
+    builder = PageBuilder(root, content, index, renderer, shapes, problems, site_info, cache, results, step)
+    builder.answers = answers
+    site = builder.build(keys, jobs, shared_memos(renderer))
     merge_highlighted(test_files, renderer.code_memo, wait=False)     # for the source pages of tests/
     site.example_inputs = list(store.used.values())
     site.examples_cached = sum(1 for _, from_cache in results.values() if from_cache)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import jinja2
 
-from site_builder.base.cache import digest
+from site_builder.base.cache import canonical, digest
 from site_builder.gather.project import load_project
 from site_builder.publish.fontsubset import MathFontSubsets, page_math, remember_pages
 from site_builder.publish.assets import (insert_scripts, minify, page_scripts, prune_token_rules, script_bundles,
@@ -100,6 +100,7 @@ def render_all(root, content, index, renderer, site, site_info, cache=None, back
     commit = site_info["commit"]
     common = shared_context(content, index, site, site_info)
     source_files, nav = common["source_files"], common["nav"]
+    common_key = digest(canonical(common))     # the navigation, the source files, the commit line
     files, origin, todo = {}, {}, {}     # todo: {path: (render it, cache key, cost)}
 
     def render_page(page):
@@ -120,7 +121,7 @@ def render_all(root, content, index, renderer, site, site_info, cache=None, back
     for page in site.pages:
         path = f"{page['slug']}.html"
         origin[path] = page["file"]
-        html_key = digest(page["key"], source_files) if page.get("key") else None
+        html_key = digest(page["key"], common_key) if page.get("key") else None
         cached = cache.get("html", html_key) if cache and html_key else None
         if cached is not None:
             files[path] = cached
@@ -131,8 +132,10 @@ def render_all(root, content, index, renderer, site, site_info, cache=None, back
     for (f, n), cites in sorted(site.cited.items()):
         cites_by_file.setdefault(f, []).append((n, cites))
     for f in source_files:
-        # A source page is made of its file, the lines pages cite, and what every page shares.
-        source_key = digest(site_info["shared_key"], f, source_files, repr(cites_by_file.get(f))) \
+        # A source page is made of its file, the lines pages cite, and what every page shares
+        # (the shared key holds no file of the index: each page is keyed on what it read).
+        source_key = digest(site_info["shared_key"], common_key, f, renderer.code_key(f), f in site_info["uncommitted"],
+                            repr(cites_by_file.get(f))) \
             if cache and site_info.get("shared_key") else None
         cached = cache.get("html", source_key) if source_key else None
         files[source_url(f)] = cached

@@ -27,6 +27,7 @@ code that cannot be imported would document nothing true.
 from __future__ import annotations
 
 import ast
+import re
 import difflib
 import importlib.util
 from collections import deque
@@ -180,7 +181,7 @@ class SourceIndex(IndexBuilding, CachesAndFlow):
             if checks:
                 reads = frozenset(x.id for x in walk_scope(n) if isinstance(x, ast.Name))
                 out.append(Assertion(n.lineno, n.end_lineno, reads))
-        return sorted(set(out), key=lambda a: (a.start, a.end))
+        return sorted(set(out), key=lambda a: (a.start, a.end, sorted(a.reads)))
 
     def class_attributes(self, package: Optional[str] = None) -> frozenset:
         """Every field, method and `self.x =` attribute of a class of `package` (default: the
@@ -275,6 +276,15 @@ class SourceIndex(IndexBuilding, CachesAndFlow):
         return {self.functions[q].module for target, links in self._tested.items() if target in documented
                 for link in links for q in link.path if self.functions[q].kind == "test" or
                 self.functions[q].module.startswith(self.tests + ".")}
+
+    def files_quoting(self, folder: str, text: str) -> list:
+        """The files under `folder` ("tests/") with a string literal that starts with `text`."""
+        pattern = re.compile(rf"""["']{re.escape(text)}""")
+        return [f for f, lines in self.files.items() if f.startswith(folder) and pattern.search("\n".join(lines))]
+
+    def methods(self, class_qualname: str) -> list:
+        """The qualnames of the class's methods, in index order."""
+        return [q for q, f in self.functions.items() if f.class_name == class_qualname]
 
     def public_functions(self, package: Optional[str] = None) -> list:
         """Public functions, and public methods of public classes, of `package` (default: the

@@ -354,18 +354,20 @@ class Renderer:
     def code_key(self, file):
         return code_key(self.index.files[file])
 
-    @lru_cache(maxsize=None)
     def highlighted_lines(self, file):
-        """The file as a list of HTML lines (index 0 is line 1)."""
+        """The file as a list of HTML lines (index 0 is line 1). Not memoised here: a page asks
+        the index for the file's lines each time (render/pages/reads.py); the highlighting is
+        memoised on their text (highlight_into)."""
         return highlight_into(self.code_memo, self.index.files[file])
 
     def listing(self, file, start, end, cited=None, prefix=""):
         """Lines start..end, each with its number linking to the source page; cited: line -> [links]."""
         cited = cited or {}
-        html_lines = self.highlighted_lines(file)
+        recorded = getattr(self.index, "highlighted", None)      # a page's reads (render/pages/reads.py)
+        html_lines = recorded(file, start - 1, end) if recorded else self.highlighted_lines(file)[start - 1:end]
         rows = []
         for n in range(start, end + 1):
-            rows.append(dict(n=n, html=html_lines[n - 1], cited=cited.get(n, []),
+            rows.append(dict(n=n, html=html_lines[n - start], cited=cited.get(n, []),
                              href=f"{prefix}{source_url(file)}#L{n}"))
         return rows
 

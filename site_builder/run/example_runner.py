@@ -25,7 +25,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from site_builder.base.cache import digest
+from site_builder.base.cache import canonical, digest
 from site_builder.run.blame import raising_line
 from site_builder.run.examples import ExampleResult, _imports, _stamp, dependency_files, load_example
 from site_builder.gather.inputs import InputState, Inputs, Recorder, note_entered
@@ -70,7 +70,7 @@ class SharedStep:
 @dataclass
 class Outcomes:
     results: dict = field(default_factory=dict)      # ref -> (ExampleResult or None, from_cache)
-    identities: dict = field(default_factory=dict)   # ref -> the key of its valid result
+    identities: dict = field(default_factory=dict)   # ref -> its valid result's identity (ExampleStore.identity)
 
 
 class ExampleStore:
@@ -102,6 +102,14 @@ class ExampleStore:
                     return key
         return None
 
+    def identity(self, key):
+        """What a page is keyed on for the result stored under `key`: a digest of the result
+        itself, so an example that ran again (a function it entered was edited) and gave the
+        same result leaves its pages cached; the key itself for a result stored without one."""
+        if key is None or self.cache is None:
+            return key
+        return self.cache.get("example-digests", key) or key
+
     def load(self, key):
         return self.cache.get("examples", key) if self.cache is not None else None
 
@@ -110,6 +118,7 @@ class ExampleStore:
         self.used[ref] = inputs
         if self.cache is not None:
             self.cache.put("examples", key, result)
+            self.cache.put("example-digests", key, digest("result", canonical(result)))
             kept = [inputs] + [v for v in self.variants(ref) if v != inputs][:VARIANTS_KEPT - 1]
             self._variants[ref] = kept
             self.cache.put("example-inputs", self._slot(ref), kept)
@@ -129,7 +138,7 @@ def run_examples(root: Path, requests, problems: list, store: ExampleStore = Non
         key = store.lookup(request.ref) if store.cache is not None and request.ref not in rerun else None
         result = store.load(key) if key else None
         if result is not None:
-            out.results[request.ref], out.identities[request.ref] = (result, True), key
+            out.results[request.ref], out.identities[request.ref] = (result, True), store.identity(key)
         else:
             misses.append(request)
     if not misses:
@@ -169,7 +178,7 @@ def run_examples(root: Path, requests, problems: list, store: ExampleStore = Non
             problems.append(dataclasses.replace(problem, refs=(request.ref,)))
         out.results[request.ref] = (result, False)
         if result is not None and inputs is not None:
-            out.identities[request.ref] = store.store(request.ref, inputs, result)
+            out.identities[request.ref] = store.identity(store.store(request.ref, inputs, result))
 
     run_calls(shared_calls + first, jobs, on_done=done, more=more)
     for module, (message, fix) in failed_modules.items():     # at the first request, whichever ran first

@@ -23,6 +23,7 @@ from site_builder.render.symbols import render_equation
 from site_builder.render.pages.caching import PageCache
 from site_builder.render.pages.calls import CallSections
 from site_builder.render.pages.example_sections import ExampleSections, examples_heading
+from site_builder.render.pages.reads import Answers, ReadLog, RecordingIndex
 from site_builder.render.pages.shape_blocks import ShapeBlocks
 from site_builder.render.pages.special_sections import SpecialSections
 from site_builder.render.pages.symbol_rows import SymbolRows
@@ -39,6 +40,7 @@ class SiteModel:
     examples_cached: int = 0
     call_map: dict = None
     problems: list = field(default_factory=list)       # one page's, when cached on its own
+    reads: dict = field(default_factory=dict)          # one page's questions to the index (reads.py)
 
 
 def function_pages(content):
@@ -67,6 +69,8 @@ class PageBuilder(PageCache, ExampleSections, ShapeBlocks, SymbolRows, CallSecti
         self.probe_failures = list(getattr(shapes, "failures", None) or ())
         self.probe_failures_reported = False
         self._reach = {}
+        self.answers = Answers(index, root, renderer.code_memo)  # the index's answers, for the pages' read logs (reads.py)
+        self.read_log = None                 # the page being gathered's (build_page)
         self._outside_reported = set()       # (page file, qualname) already reported as outside the index
 
     def resolve(self, qualname, snippet, file, line):
@@ -125,6 +129,10 @@ class PageBuilder(PageCache, ExampleSections, ShapeBlocks, SymbolRows, CallSecti
         """One page, gathered into a SiteModel of its own (so the page cache can keep it)."""
         outer, outer_problems, outer_cited = self.site, self.problems, self.r.cited
         self.site, self.problems, self.r.cited = SiteModel(), [], set()
+        # The page reads the index through its log: its key is what it was seen to read (reads.py).
+        real_index, self.read_log = self.index, ReadLog(self.answers)
+        self.index = self.r.index = RecordingIndex(real_index, self.read_log)
+        self._reach = {}                     # no answer of the index carried over from another page
         self.r.problems = self.problems
         self.r.values, self.r.citations = [], []
         self.r.value_source = self.example_result
@@ -155,8 +163,11 @@ class PageBuilder(PageCache, ExampleSections, ShapeBlocks, SymbolRows, CallSecti
             part = self.site
             part.problems = self.problems
             part.documented |= self.r.cited
+            part.reads = self.read_log.reads
             return part
         finally:
+            self.index = self.r.index = real_index
+            self.read_log = None
             self.site, self.problems, self.r.cited = outer, outer_problems, outer_cited | self.r.cited
             self.r.problems = self.problems
 
@@ -350,8 +361,7 @@ class PageBuilder(PageCache, ExampleSections, ShapeBlocks, SymbolRows, CallSecti
         text = (self.root / page.file).read_text(encoding="utf-8")
         modules = set(re.findall(r"run:\s*['\"]?(\w+):", text)) | set(re.findall(r"\{\{\s*(\w+):", text))
         prefix = self.project.tests + "/"
-        return any(re.search(rf"""["']{re.escape(m)}:""", "\n".join(lines))
-                   for f, lines in self.index.files.items() if f.startswith(prefix) for m in modules)
+        return any(self.index.files_quoting(prefix, f"{m}:") for m in sorted(modules))
 
     def why_heading(self, fn):
         """The site's `why` label ("Why does the model need it?") for a function the package

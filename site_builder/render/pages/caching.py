@@ -1,7 +1,8 @@
 """Every page's view model in navigation order, each from the page cache where it can be.
 
 A page whose key (build/example_plan.py page_keys: its file, what every page shares, its
-examples' results) is cached is not gathered again: its view model and everything it added to
+examples' results) and whose answers from the source index (reads.py: stored under that key,
+asked again) are cached is not gathered again: its view model and everything it added to
 the site (references, cited lines, problems) come back with it. A page with an error is not
 cached, so the next build reports it again.
 
@@ -17,6 +18,32 @@ failures, problems and renderer, and calls its build_page, merge and call_map.
 """
 from site_builder.base.parallel import share_out
 from site_builder.base.problems import Problem
+from site_builder.base.cache import canonical, digest
+
+READ_SETS_KEPT = 4        # per page key: an edit and its revert both find their page
+
+
+def read_key(key: str, reads: dict) -> str:
+    """The page cache's key: the page's key known before gathering, and what it read."""
+    return digest(key, sorted((canonical(q), d) for q, d in reads.items()))
+
+
+def cached_page_key(cache, key, answers):
+    """The page cache's key of the page whose key before gathering is `key`, if one of the read
+    sets stored under it still holds against the current index (`answers`), else None."""
+    if not key or cache is None:
+        return None
+    for reads in cache.get("page-reads", key) or ():
+        if answers.still(reads):
+            return read_key(key, reads)
+    return None
+
+
+def remember_reads(cache, key, reads: dict) -> str:
+    """Store what a page read under its key before gathering; -> its page cache key."""
+    kept = [r for r in cache.get("page-reads", key) or () if r != reads][:READ_SETS_KEPT - 1]
+    cache.put("page-reads", key, [reads] + kept)
+    return read_key(key, reads)
 
 
 class PageCache:
@@ -34,17 +61,18 @@ class PageCache:
         slugs = list(self.content.pages)
         cached = {}
         for slug in slugs:
-            key = (page_keys or {}).get(slug)
-            cached[slug] = self.cache.get("pages", key) if key and self.cache else None
+            key = cached_page_key(self.cache, (page_keys or {}).get(slug), self.answers)
+            cached[slug] = self.cache.get("pages", key) if key else None
         built = self.build_shared([s for s in slugs if cached[s] is None], slugs, jobs, memos)
         for i, slug in enumerate(slugs):
             key = (page_keys or {}).get(slug)
             part = cached[slug]
             if part is None:
                 part = built[slug] if slug in built else self.build_page(slug, i, slugs)
-                part.pages[0]["key"] = key
+                part.pages[0]["key"] = None
                 if key and self.cache and not any(not p.warning and not p.strict for p in part.problems):
-                    self.cache.put("pages", key, part)
+                    part.pages[0]["key"] = remember_reads(self.cache, key, part.reads)
+                    self.cache.put("pages", part.pages[0]["key"], part)
             else:
                 part.pages[0]["from_cache"] = True
             self.merge(part)

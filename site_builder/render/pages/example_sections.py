@@ -127,6 +127,8 @@ class ExampleSections:
         declared = e.get("shows_nonfinite") is True
         if nonfinite and not declared:
             ref, shown = nonfinite[0]
+            if self.read_log is not None:
+                self.read_log.file(f"content/examples/{str(ref).partition(':')[0]}.py")   # example_def reads it
             self.problems.append(Problem(page.file, e.line_of("run"), f"example {ref} ({example_def(self.root, ref)}) "
                                          f"shows a non-finite value: {shown}",
                                          "fix its inputs, or add 'shows_nonfinite: true' to the example if it "

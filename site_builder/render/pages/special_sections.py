@@ -98,6 +98,8 @@ class SpecialSections:
         rows = []
         roles = s.get("roles") or {}
         prefix = s.get("block", (project.block_prefixes or ("",))[0])
+        if self.read_log is not None:
+            self.read_log.package_run()      # init_params runs here: the table reads every package file
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")      # shapes and counts only: no NaN warning to print

@@ -110,7 +110,7 @@ class SymbolRows:
             info = self.index.function(fn)
         except KeyError:
             return []                       # the missing function is reported where it is cited
-        named = [fn] + [q for q, g in self.index.functions.items() if info.class_name and g.class_name == info.class_name]
+        named = [fn] + (list(self.index.methods(info.class_name)) if info.class_name else [])
         named += sorted(self.callees(fn))
         named += [x.caller for x in self.index.called_by(fn) if self.project.owns(x.caller)]
         for item in c.get("math") or []:
@@ -128,8 +128,11 @@ class SymbolRows:
         """CodeWords of the example function `ref` names ('block:ffn_forward_worked'), read
         with `ast` (not run); None when it cannot be read (the example's own problem says why)."""
         module, _, name = str(ref).partition(":")
+        rel = f"content/examples/{module}.py"
+        if self.read_log is not None:
+            self.read_log.file(rel)
         try:
-            text = (self.root / "content" / "examples" / f"{module}.py").read_text(encoding="utf-8")
+            text = (self.root / rel).read_text(encoding="utf-8")
         except (OSError, ValueError):
             return None
         return example_file_words(text).get(name.partition("(")[0])
