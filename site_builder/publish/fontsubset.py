@@ -132,13 +132,23 @@ def remember_pages(found):
     _SCANNED.update(found)
 
 
-def math_characters(pages) -> tuple:
+def math_characters(pages, cache=None) -> tuple:
     """(every character the pages' math draws, those drawn at script level 1, those drawn at
-    level 2 or deeper), each sorted (pages: HTML as bytes or str)."""
+    level 2 or deeper), each sorted (pages: HTML as bytes or str). A page's scan is kept in the
+    cache (`memo`) under its bytes: a page taken from the cache is not scanned again."""
     chars, depth1, depth2 = set(), set(), set()
     for html in pages:
-        known = _SCANNED.get(hashlib.sha256(html).hexdigest()) if _SCANNED and isinstance(html, bytes) else None
-        every, level1, level2 = known or page_math(html)
+        sha = hashlib.sha256(html).hexdigest() if isinstance(html, bytes) else None
+        slot = hashlib.sha256(f"page math {sha}".encode()).hexdigest() if sha and cache is not None else None
+        known = _SCANNED.get(sha) if sha else None
+        if known is None and slot:
+            known = cache.get("memo", slot)
+            slot = None if known is not None else slot       # stored already
+        if known is None:
+            known = page_math(html)
+        if slot:
+            cache.put("memo", slot, known)
+        every, level1, level2 = known
         chars |= every
         depth1 |= level1
         depth2 |= level2
@@ -229,7 +239,7 @@ class MathFontSubsets:
         chars = None
         for rel in [r for r in files if r.endswith("/" + FONT_FILE)]:
             if chars is None:
-                chars = math_characters(pages)
+                chars = math_characters(pages, cache)
             key = subset_key(files[rel], chars)
             data = cache.get("font", key) if cache else None
             if data is None:
