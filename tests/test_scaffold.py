@@ -218,18 +218,24 @@ class Noted(dict):
     line = 7
 
 
+class FilesOnly(SimpleNamespace):
+    """The part of the source index page_example_tested asks: its files, and what they quote."""
+    from site_builder.gather.source_index import SourceIndex as _SI
+    files_quoting = _SI.files_quoting
+
+
 def test_a_measured_note_without_a_test_of_its_example_is_a_problem_at_the_note(tmp_path):
     (tmp_path / "content" / "pages").mkdir(parents=True)
     (tmp_path / "content" / "pages" / "p.md").write_text("examples:\n  - run: p_ex:worked\n")
     page = SimpleNamespace(file="content/pages/p.md", slug="p")
     concept = {"notes": [Noted(measured="the rows sum to 1")]}
     untested = NoteChecker(root=tmp_path, project=SimpleNamespace(tests="tests"), problems=[],
-                           index=SimpleNamespace(files={"tests/test_other.py": ['load_example(ROOT, "other:x")']}))
+                           index=FilesOnly(files={"tests/test_other.py": ['load_example(ROOT, "other:x")']}))
     untested.checked_notes(page, concept)
     assert [(p.line, "no test of tests/ loads an example of this page" in p.message) for p in untested.problems] \
         == [(7, True)]
     tested = NoteChecker(root=tmp_path, project=SimpleNamespace(tests="tests"), problems=[],
-                         index=SimpleNamespace(files={"tests/test_page_p.py": ['r = load_example(ROOT, "p_ex:worked")()']}))
+                         index=FilesOnly(files={"tests/test_page_p.py": ['r = load_example(ROOT, "p_ex:worked")()']}))
     tested.checked_notes(page, concept)
     assert tested.problems == []
 

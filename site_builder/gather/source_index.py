@@ -278,7 +278,8 @@ class SourceIndex(IndexBuilding, CachesAndFlow):
                 self.functions[q].module.startswith(self.tests + ".")}
 
     def files_quoting(self, folder: str, text: str) -> list:
-        """The files under `folder` ("tests/") with a string literal that starts with `text`."""
+        """The files under `folder` (a path ending in "/") with a string literal that starts
+        with `text`."""
         pattern = re.compile(rf"""["']{re.escape(text)}""")
         return [f for f, lines in self.files.items() if f.startswith(folder) and pattern.search("\n".join(lines))]
 

@@ -3,15 +3,15 @@ cannot know before they are gathered.
 
 A page's view model is keyed on what every page shares, its own file and its examples' results
 (build/example_plan.py page_keys), and on the answers it was given by the source index: every
-question its gathering asked (`function('model.ops.softmax_forward')`, `called_by(...)`,
-`files['model/ops.py']`, `'x' in functions`) with a digest of the answer. The questions are
+question its gathering asked (`function('pkg.ops.softmax')`, `called_by(...)`,
+`files['pkg/ops.py']`, `'x' in functions`) with a digest of the answer. The questions are
 stored beside the page (cache kind `page-reads`, under the part of the key known before), and a
 rebuild asks them again of the new index: the page is reused only if every answer is the same.
 Examples are keyed the same way, on what their run was seen to read (gather/inputs.py).
 
-So a model edit regathers the pages that read what it changed: an edit inside
-`smoothed_targets` changes the text of model/ops.py (so the pages that list or quote a line of
-it) and none of the answers of a page that only cites `layer_norm_forward`'s lines.
+So an edit of the package regathers the pages that read what it changed: an edit inside one
+function changes the answers of the pages that list or quote its lines, and none of the
+answers of a page that only cites another function's lines.
 
 Trade-offs, and why:
 - **Answers, not files.** A file's lines are one answer (a listing or a quoted line reads them);
