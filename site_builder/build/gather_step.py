@@ -117,9 +117,8 @@ def _gather_pages(root, problems, cache, jobs, retrain, input_digests, content, 
     # has had the content, the index and the examples' look-ups to do it in.
     package_files, test_files = highlighting
     merge_highlighted(package_files, renderer.code_memo)
-    builder = PageBuilder(root, content, index, renderer, shapes, problems, site_info, cache, results, step)
-    builder.answers = answers
-    site = builder.build(keys, jobs, shared_memos(renderer))
+    site = PageBuilder(root, content, index, renderer, shapes, problems, site_info, cache, results, step,
+                       answers).build(keys, jobs, shared_memos(renderer))
     merge_highlighted(test_files, renderer.code_memo, wait=False)     # for the source pages of tests/
     site.example_inputs = list(store.used.values())
     site.examples_cached = sum(1 for _, from_cache in results.values() if from_cache)

@@ -57,7 +57,7 @@ class PageBuilder(PageCache, ExampleSections, ShapeBlocks, SymbolRows, CallSecti
     of a concept come from the mixins it is made of."""
 
     def __init__(self, root, content, index, renderer, shapes, problems, site_info, cache=None, example_results=None,
-                 step_calls=None):
+                 step_calls=None, answers=None):
         self.root, self.content, self.index, self.r, self.cache = root, content, index, renderer, cache
         self.step_calls = step_calls        # the traced call the landing page maps (call_map.py)
         self.example_results = example_results or {}
@@ -69,7 +69,8 @@ class PageBuilder(PageCache, ExampleSections, ShapeBlocks, SymbolRows, CallSecti
         self.probe_failures = list(getattr(shapes, "failures", None) or ())
         self.probe_failures_reported = False
         self._reach = {}
-        self.answers = Answers(index, root, renderer.code_memo)  # the index's answers, for the pages' read logs (reads.py)
+        # the index's answers, for the pages' read logs (reads.py); the build's own if it asked already
+        self.answers = answers or Answers(index, root, renderer.code_memo)
         self.read_log = None                 # the page being gathered's (build_page)
         self._outside_reported = set()       # (page file, qualname) already reported as outside the index
 

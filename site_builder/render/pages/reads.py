@@ -32,10 +32,9 @@ Trade-offs, and why:
 """
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
-from site_builder.base.cache import canonical
+from site_builder.base.cache import canonical, digest
 
 PLAIN = (str, int, float, bool, type(None))
 MAPPINGS = ("files", "functions", "classes", "modules")
@@ -97,7 +96,7 @@ class Answers:
         if question not in self._digests:
             if answer is None and not raised:
                 answer, raised = self.ask(question)
-            self._digests[question] = hashlib.sha256(canonical((raised, answer)).encode()).hexdigest()
+            self._digests[question] = digest(canonical((raised, answer)))
         return self._digests[question]
 
     def still(self, reads: dict) -> bool:
