@@ -40,6 +40,22 @@ def test_an_escape_yaml_does_not_know_is_reported_as_a_trap_not_only_as_malforme
     assert len(found) == 1 and found[0].line == 2 and "single quotes" in found[0].fix
 
 
+def test_a_double_quoted_tex_key_is_all_tex_and_its_escapes_are_named():
+    # A newcomer wrote tex: "A = Z \times \tanh Z": YAML made two tabs of it, and check passed.
+    text = ('sections:\n'
+            '  - equations:\n'
+            '      - {eq: a, tex: "A = Z \\times \\tanh Z"}\n'
+            '    symbols:\n'
+            '      - tex: "\\beta"\n'
+            '        meaning: "a tab \\t is meant here, it is not TeX"\n'
+            "      - tex: '\\tanh kept by single quotes'\n"
+            '      - tex: "\\\\alpha escaped"\n')
+    found = tex_traps(text, "content/pages/x.md", offset=1)
+    assert [(p.line, p.message.split("'")[1]) for p in found] == [(4, "\\times"), (4, "\\tanh"), (6, "\\beta")]
+    unknown = tex_traps('symbols:\n  - tex: "\\mu"\n', "f.md")      # an escape YAML rejects
+    assert len(unknown) == 1 and unknown[0].line == 2 and "single quotes" in unknown[0].fix
+
+
 def test_the_guide_writes_tex_in_safe_forms():
     guide = (ROOT / "content" / "README.md").read_text()
     blocks = [b.split("```", 1)[0] for b in guide.split("```yaml")[1:]]

@@ -454,11 +454,11 @@ _MATH = re.compile(r"\$\$.+?\$\$|\$.+?\$", re.S)
 
 
 def tex_traps(text: str, file: str, offset: int = 0) -> list:
-    """A Problem for every YAML escape inside $...$ of a double-quoted string: the page would
-    show a tab and 'anh(u)' for "$\\tanh(u)$", with no error. Found on the YAML scanner's
-    tokens (so quotes inside single-quoted strings or | blocks are never taken for strings),
-    with the line of the backslash."""
-    if "\\" not in text or '"' not in text or "$" not in text:
+    """A Problem for every YAML escape in TeX inside a double-quoted string ($...$ of prose, or
+    the whole value of a `tex:` key): the page would show a tab and 'anh(u)' for "$\\tanh(u)$",
+    with no error. Found on the YAML scanner's tokens (so quotes inside single-quoted strings or
+    | blocks are never taken for strings), with the line of the backslash."""
+    if "\\" not in text or '"' not in text or ("$" not in text and "tex" not in text):
         return []
     key = digest("tex traps", text, file, offset)       # kept with the parsed YAML: scanning is slow
     YAML_USED.add(key)
@@ -482,6 +482,29 @@ def _scan(text, tokens):
         tokens.append(tok)
 
 
+# The keys whose whole value is TeX (an equation's and a symbol's `tex:`).
+TEX_KEYS = {"tex"}
+
+
+def _tex_in_double_quotes(tokens, text):
+    """(start index in text, TeX) of every piece of TeX inside a double-quoted scalar: the $...$
+    of any such string, and the whole string when it is the value of a TEX_KEYS key."""
+    key = None
+    for prev, tok in zip([None] + tokens, tokens):
+        if isinstance(tok, yaml.ScalarToken) and isinstance(prev, yaml.KeyToken):
+            key = tok.value
+            continue
+        if not isinstance(tok, yaml.ScalarToken) or tok.style != '"':
+            continue
+        start = tok.start_mark.index
+        raw = text[start:tok.end_mark.index]
+        if key in TEX_KEYS and isinstance(prev, yaml.ValueToken):
+            yield start, raw
+        else:
+            for m in _MATH.finditer(raw):
+                yield start + m.start(), m.group(0)
+
+
 def _tex_traps(text, file, offset):
     out, tokens = [], []
     try:
@@ -492,33 +515,28 @@ def _tex_traps(text, file, offset):
         mark = getattr(e, "problem_mark", None)
         if mark is not None:
             line_text = text.split("\n")[mark.line]
-            if _MATH.search(line_text) and "\\" in line_text:
-                out.append(Problem(file, mark.line + 1 + offset, "a backslash inside $...$ in a double-quoted "
+            if "\\" in line_text and (_MATH.search(line_text) or re.match(r"\s*(- )?tex:", line_text)):
+                out.append(Problem(file, mark.line + 1 + offset, "a backslash in TeX in a double-quoted "
                                    "string is a YAML escape, not TeX",
                                    "write the string in single quotes, or as a | block"))
-    for tok in tokens:
-        if not isinstance(tok, yaml.ScalarToken) or tok.style != '"':
-            continue
-        raw = text[tok.start_mark.index:tok.end_mark.index]
-        for m in _MATH.finditer(raw):
-            i = 0
-            body = m.group(0)
-            while True:
-                i = body.find("\\", i)
-                if i < 0:
-                    break
-                nxt = body[i + 1:i + 2]
-                if nxt == "\\":
-                    i += 2            # an escaped backslash: TeX gets one, as meant
-                    continue
-                if nxt in YAML_ESCAPES and nxt:
-                    at = tok.start_mark.index + m.start() + i
-                    word = re.match(r"\\[A-Za-z]*", body[i:]).group(0)
-                    out.append(Problem(file, text.count("\n", 0, at) + 1 + offset,
-                                       f"'{word}' inside $...$ in a double-quoted string is the YAML escape "
-                                       f"'\\{nxt}', not TeX: the page would show a control character",
-                                       "write the string in single quotes, or as a | block"))
-                i += 2
+    for start, body in _tex_in_double_quotes(tokens, text):
+        i = 0
+        while True:
+            i = body.find("\\", i)
+            if i < 0:
+                break
+            nxt = body[i + 1:i + 2]
+            if nxt == "\\":
+                i += 2            # an escaped backslash: TeX gets one, as meant
+                continue
+            if nxt in YAML_ESCAPES and nxt:
+                at = start + i
+                word = re.match(r"\\[A-Za-z]*", body[i:]).group(0)
+                out.append(Problem(file, text.count("\n", 0, at) + 1 + offset,
+                                   f"'{word}' in TeX in a double-quoted string is the YAML escape "
+                                   f"'\\{nxt}', not TeX: the page would show a control character",
+                                   "write the string in single quotes, or as a | block"))
+            i += 2
     return sorted(out, key=lambda p: p.line)
 
 
