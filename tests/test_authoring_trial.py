@@ -248,7 +248,7 @@ FILL = {
     ],
 }
 INTRO = {"summary: TODO": "summary: {title}, forward and backward.",
-         "The page's introduction": "How {title} works, one line of code at a time."}
+         "TODO: the page's introduction": "How {title} works, one line of code at a time."}
 TRIALS = [  # (name, page, a new page's title or None, the section it follows)
     ("rms_norm", "mini", None, "mini-about"),
     ("dropout", "dropout", "Dropout", None),

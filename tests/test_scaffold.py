@@ -12,6 +12,7 @@ import yaml
 
 from site_builder.scaffold import ScaffoldError, new_concept, new_page
 from site_builder.scaffold.concept import TODO, _probe_value, _statements
+from site_builder.gather.content import load_content
 from site_builder.scaffold.kinds import parameter_kinds
 from site_builder.scaffold.page import _nav_with
 from site_builder.scaffold.tex import draft, math_name, tautology
@@ -91,6 +92,25 @@ def test_a_todo_in_a_probe_is_a_check_problem_at_its_line(tmp_path):
     load_content(mini_repo(tmp_path, "title: t\nnav: [mini]\n", page, {}), problems)
     said = [str(p) for p in problems]
     assert any("mini.md:8:" in p and "probe value of 'ids' is still TODO" in p for p in said), said
+
+
+def test_a_todo_input_in_an_example_module_is_named_before_any_example_runs(tmp_path):
+    # A newcomer's first check named 15 TODOs; the 16th (SILU_Z = TODO in the example module)
+    # came only after the page's were filled, as a NameError.
+    page = PAGE_WITH_PROBE.replace("PROBE", "{ids: '(T,) ints', val_fraction: 0.25}").replace(
+        "    math:", "    examples:\n      - {run: 'mini:split_worked', title: t, hand_picked: h}\n    math:")
+    module = "import numpy as np\n\n\nSPLIT_IDS = TODO  # TODO: ids is an array; new-concept could not tell\n"
+    problems = []
+    load_content(mini_repo(tmp_path, "title: t\nnav: [mini]\n", page, {"mini": module}), problems)
+    said = [str(p) for p in problems]
+    assert any(p.startswith("content/examples/mini.py:4: the example input 'SPLIT_IDS' is still TODO") for p in said), said
+
+
+def test_an_array_whose_callers_show_its_axes_gets_a_real_example_input():
+    from site_builder.scaffold.concept import _example_value
+    from site_builder.scaffold.kinds import Kind
+    value, needs = _example_value("Z", Kind(kind="array", ndim=3), None, ["T", "d"])
+    assert needs is None and eval(value, {"np": __import__("numpy")}).shape == (2, 3, 4)
 
 
 PAGE_WITH_PROBE = """---
@@ -178,6 +198,8 @@ def test_new_page_writes_front_matter_nav_and_test_and_refuses_a_taken_slug(tmp_
     load_page(root / "content" / "pages" / "dropout.md", "dropout", problems)
     todo = [str(p) for p in problems if "'summary' is still TODO" in str(p)]
     assert todo and "new-page left it for you" in todo[0], todo     # the command that wrote it
+    intro = [str(p) for p in problems if "introduction is still TODO" in str(p)]
+    assert intro and intro[0].startswith("content/pages/dropout.md:6:"), problems   # the line below the front matter
     test = (root / "tests" / "test_page_dropout.py")
     assert test.is_file() and '"dropout:" + name' in test.read_text() and any("test_page_dropout.py" in s for s in said)
     with pytest.raises(ScaffoldError, match="exists already"):

@@ -195,6 +195,17 @@ def check_leaf(obj, key, file, problems):
         problems.append(Problem(file, line, f"'{key}' must be {described}, got {got}", fix))
 
 
+def check_introduction(body: str, body_line: int, file: str, problems: list):
+    """new-page writes the introduction as a TODO line: strict check names it until it is written."""
+    for n, line in enumerate(body.split("\n")):
+        if line.strip():
+            if re.match(r"TODO\b", line.strip()):
+                problems.append(Problem(file, body_line + n, "the page's introduction is still TODO",
+                                        "write the introduction below the front matter (new-page left it for you)",
+                                        strict=True))
+            return
+
+
 # The key a scaffold writes TODO into, and which command: new-page writes a page's summary,
 # new-concept everything inside a section.
 SCAFFOLD_OF = {"summary": "new-page"}
@@ -443,7 +454,30 @@ def load_content(root: Path, problems: list) -> Content:
         if page:
             content.pages[slug] = page
     check_unique_ids(content, problems)
+    check_example_todos(root, content, problems)
     return content
+
+
+# new-concept's example input for a parameter whose kind the code does not show: `NAME = TODO  # ...`
+EXAMPLE_TODO = re.compile(r"^([A-Za-z_]\w*)\s*=\s*TODO\b", re.M)
+
+
+def check_example_todos(root: Path, content, problems: list):
+    """A TODO input new-concept left in an example module a page runs is named with the pages'
+    TODOs, before any example runs (run, it would be a NameError, and only once the page's own
+    TODOs were filled)."""
+    modules = {str(e["run"]).partition(":")[0] for page in content.pages.values() for c in concepts(page)
+               for e in c.get("examples") or [] if isinstance(e, dict) and ":" in str(e.get("run", ""))}
+    for module in sorted(modules - {"declared"}):
+        rel = f"content/examples/{module}.py"
+        try:
+            text = (root / rel).read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError):
+            continue                     # the example's run names the file problem
+        for m in EXAMPLE_TODO.finditer(text):
+            problems.append(Problem(rel, text.count("\n", 0, m.start()) + 1, f"the example input '{m.group(1)}' is still TODO",
+                                    "write a value for it (new-concept could not tell what to pass: its comment says what it knows)",
+                                    strict=True))
 
 
 # YAML's escapes that are also the start of a TeX command (\tanh, \beta, \frac, \alpha, \vec,
@@ -587,6 +621,7 @@ def load_page(path: Path, slug: str, problems: list):
         problems.append(Problem(file, 2, "the front matter must be a mapping", "write 'title: ...' and 'sections:'"))
         return None
     validate(meta, "page", file, 2, problems)
+    check_introduction(body, body_line, file, problems)
     return Page(slug=slug, file=file, meta=meta, body=body, body_line=body_line, text=text)
 
 

@@ -34,6 +34,7 @@ like any author's.
 from __future__ import annotations
 
 import ast
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -398,9 +399,7 @@ def _example_value(name, kind, shape, letters) -> tuple[str, str | None]:
         return (repr(value), None) if value is not None else (f"{TODO}  # {TODO}: a value for {name}", None)
     if kind.kind == "array" and shape:
         axes = [SMALL_SIZES.get(letters.index(a), 3) if a in letters else 3 for a in parse_shape(shape.replace(" ints", ""))]
-        n = 1
-        for a in axes:
-            n *= a
+        n = math.prod(axes)
         if kind.integer:
             values = ", ".join(str(i % 2) for i in range(n))
             text = f"np.array([{values}])"
@@ -410,6 +409,10 @@ def _example_value(name, kind, shape, letters) -> tuple[str, str | None]:
             if len(axes) == 1 and name not in ("x", "X") and any(k for k in (kind,)):
                 text = f"np.linspace(0.5, 1.5, {n})"
         return text, None
+    if kind.kind == "array" and kind.ndim and not kind.integer:
+        # its callers show the axes but not which of the config's they are: small sizes, each its own
+        axes = (2, 3, 4, 5, 6)[:kind.ndim] if kind.ndim <= 5 else (2,) * kind.ndim
+        return f"np.linspace(-1.5, 1.5, {math.prod(axes)}).reshape({', '.join(map(str, axes))})", None
     return f"{TODO}  # {TODO}: {name} is {kind.say()}; new-concept could not tell what to pass", None
 
 

@@ -99,7 +99,7 @@ def new_page(root: Path, slug: str, title: str, after: str | None = None) -> lis
         raise ScaffoldError(f"new-page would have written a content/site.yaml that does not parse or lacks the page "
                             f"({e}): that is new-page's own bug, not your file's; nothing was written") from None
     page_text = (f"---\ntitle: {_q(title)}\nsummary: {TODO}\nsections: []\n---\n"
-                 f"The page's introduction, in Markdown (what the reader learns here, and from which page they came).\n")
+                 f"TODO: the page's introduction, in Markdown (what the reader learns here, and from which page they came).\n")
     page_file.parent.mkdir(parents=True, exist_ok=True)
     page_file.write_text(page_text, encoding="utf-8")
     site_file.write_text(new_site, encoding="utf-8")
