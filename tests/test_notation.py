@@ -52,3 +52,18 @@ def test_the_memory_is_one_symbol_and_not_the_mask():
     assert "M" not in content.site["notation_reused"]
     content.site["notation_reused"] = []
     assert not any("symbol 'M'" in p.message for p in notation_problems(content))
+
+
+def test_check_page_warns_of_a_clash_its_page_is_in_on_either_side():
+    """A newcomer met the clash only in the full check: check --page now names it too, whether
+    the checked page comes before or after the other in the reading order."""
+    content = load_content(ROOT, [])
+    content.site["notation_reused"] = []
+    clashes = notation_problems(content)
+    first = str(clashes[0].file)
+    second = clashes[0].message.rsplit(" at ", 1)[1].split(":")[0]
+    for file in (first, second):
+        assert clashes[0] in notation_problems(content, {file})
+    unrelated = {str(p.file) for p in content.pages.values()} - {str(p.file) for p in clashes} - {
+        p.message.rsplit(" at ", 1)[1].split(":")[0] for p in clashes}
+    assert unrelated and notation_problems(content, unrelated) == []

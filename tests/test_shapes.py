@@ -116,11 +116,20 @@ def test_check_declared(lm):
     assert check_declared(" ( T , d ) ", info) is None
     msg = check_declared("(T, F)", info)
     assert msg == (f"declared (T, F) but the code gives (T, d) for Xn in {FFN}"
-                   f" (with the default config {info.concrete_str})")
+                   f" (its shape at the default config: {info.concrete_str})")
     vec = ShapeInfo("(d,)", (32,), "(32,)", name="b", function="f")
     assert check_declared("(d)", vec) is None and check_declared("(d,)", vec) is None
     assert "declared (T,)" in check_declared("(T,)", vec)
     assert parse_shape("()") == ()
+
+
+def test_a_scalar_where_an_array_is_declared_points_at_the_input_first():
+    # A newcomer passed 2.0 as an example's input and was told to "correct the declared shape".
+    from site_builder.render.pages.symbol_rows import shape_fix
+    scalar = check_declared("(T, F)", ShapeInfo("()", (), "()", name="A", function="f"))
+    assert "a number where an array is meant" in shape_fix(scalar)
+    assert shape_fix(check_declared("(T,)", ShapeInfo("(d,)", (32,), "(32,)", name="b", function="f"))) \
+        == "correct the declared shape"
 
 
 def test_legend_text(lm, cfg):

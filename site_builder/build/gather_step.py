@@ -42,16 +42,18 @@ def gather(root: Path, problems: list, cache=None, jobs=1, memos=None, retrain=F
             started.stop()
 
 
-def notation_problems(content):
+def notation_problems(content, files=None):
     """A warning per symbol two pages declare for two things (site_builder/render/symbols.py
-    notation_clashes), naming both lines; none for a letter site.yaml's `notation_reused` lists."""
+    notation_clashes), naming both lines; none for a letter site.yaml's `notation_reused` lists.
+    With `files`, only the clashes one of these page files is in (check --page)."""
     from site_builder.gather.content import concepts
     from site_builder.render.symbols import notation_clashes
     pages = [(p.file, [s for c in concepts(p) for s in c.get("symbols") or []]) for p in content.pages.values()]
     reused = set(content.site.get("notation_reused") or ())      # letters the project reuses knowingly
     return [Problem(a[0], a[1], f"symbol '{sym}' means \"{a[2]}\" here and \"{b[2]}\" at {b[0]}:{b[1]}",
                     "rename it on one of the two pages, so each symbol has one meaning across the site", warning=True)
-            for sym, a, b in notation_clashes(pages) if sym not in reused]
+            for sym, a, b in notation_clashes(pages)
+            if sym not in reused and (files is None or a[0] in files or b[0] in files)]
 
 
 def _gather(root, problems, cache, jobs, retrain, input_digests, code_memo, highlighting):

@@ -19,8 +19,8 @@ from site_builder.render.pages.builder import PageBuilder
 from site_builder.base.problems import collapse_causes, did_you_mean
 from site_builder.render.html import Renderer, make_environment, source_url
 from site_builder.build.example_plan import example_requests, training_step
-from site_builder.build.gather_step import (cached_shapes, documented_config, quotation_sources, readable_index,
-                                          site_info_for, with_declared_shapes)
+from site_builder.build.gather_step import (cached_shapes, documented_config, notation_problems, quotation_sources,
+                                          readable_index, site_info_for, with_declared_shapes)
 from site_builder.build.memos import Memos
 from site_builder.build.render_step import page_html, play_fragments, rendering_problem, shared_context, shipped_static
 from site_builder.build.write_step import uncited
@@ -54,6 +54,8 @@ def check_pages(root: Path, slugs, cache_dir=None, jobs=None):
     unknown = [s for s in slugs if s not in content.pages]
     if unknown and content.pages:
         raise UnknownPages(unknown, list(content.pages))
+    # a symbol these pages give a meaning another page gives another: a warning the full check prints too
+    problems.extend(notation_problems(content, {content.pages[s].file for s in slugs}))
     index_problems = []
     try:
         index = readable_index(root, index_problems)

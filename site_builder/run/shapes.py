@@ -490,7 +490,7 @@ def check_declared(declared: str, info: ShapeInfo) -> str | None:
     msg = (f"declared {format_shape(want)} but the code gives {info.symbolic} "
            f"for {info.name or '?'} in {info.function or '?'}")
     if info.concrete:
-        msg += f" (with the default config {info.concrete_str})"
+        msg += f" (its shape at the default config: {info.concrete_str})"
     if info.ambiguous:
         msg += (f"; axes {list(info.ambiguous)} match no single symbol, "
                 "so they are shown as numbers")

@@ -47,6 +47,16 @@ PROBE_CHECKED = "checked against a probe run of the code"
 EXAMPLE_CHECKED = "checked against this section's example run"
 
 
+def shape_fix(message: str) -> str:
+    """What to do about a declared shape the run contradicts. A run that gave a scalar for a
+    declared array more often had a number for an input (an example's constant, a probe value)
+    than a wrong row: a newcomer who passed `2.0` was told to correct the shape."""
+    if " gives ()" in message:
+        return ("if the declared shape is right, an input of the run is a number where an array is meant "
+                "(the example's input or the probe: value): pass an array; else correct the declared shape")
+    return "correct the declared shape"
+
+
 @functools.lru_cache(maxsize=64)
 def example_file_words(text: str) -> dict:
     """{function name: CodeWords} of an example file's top-level functions, parsed once per
@@ -263,10 +273,10 @@ class SymbolRows:
             elif info is not None and declared.startswith("("):
                 err = check_declared(declared, info)
                 if err:
-                    self.problems.append(Problem(page.file, s.line_of("shape"), err, "correct the declared shape"))
+                    self.problems.append(Problem(page.file, s.line_of("shape"), err, shape_fix(err)))
                 checked = PROBE_CHECKED
             elif row.line in wrong and not probe_failed:
-                self.problems.append(Problem(page.file, s.line_of("shape"), wrong[row.line], "correct the declared shape",
+                self.problems.append(Problem(page.file, s.line_of("shape"), wrong[row.line], shape_fix(wrong[row.line]),
                                              follows=failed_examples))
             elif row.line in by_example:
                 checked = by_example[row.line]
