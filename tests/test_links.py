@@ -135,3 +135,20 @@ def test_srcset_candidates_and_form_actions_are_checked(tmp_path):
     # written in a page's Markdown, each is found at its own line
     body = "Intro.\n\n<img srcset=\"nope20.png 2x\" alt=\"\">\n\n<form action=\"nope21.html\"></form>\n"
     assert [line for line, _ in broken_links(tmp_path, body)] == [line_number(body, "nope20"), line_number(body, "nope21")]
+
+
+def test_a_page_scanned_by_an_earlier_build_is_read_from_the_cache_and_a_changed_one_is_not(tmp_path, monkeypatch):
+    from site_builder.base.cache import BuildCache
+    cache = BuildCache(tmp_path / "cache")
+    page = PAGE.format('<h2 id="a">A</h2><a href="#a">a</a>').encode()
+    first = links.scan({"p.html": page}, cache)
+    links._SCANNED.clear()                     # the next build's process
+    calls = []
+    real = links.scan_page
+    monkeypatch.setattr(links, "scan_page", lambda data: calls.append(data) or real(data))
+    assert links.scan({"p.html": page}, cache) == first and calls == []
+    changed = page.replace(b'id="a"', b'id="b"')
+    ids, _ = links.scan({"p.html": changed}, cache)
+    assert calls == [changed] and ids["p.html"] == {"b"}
+    ids, _ = links.scan({"p.html": page}, BuildCache(None))        # no cache: scanned
+    assert len(calls) == 2 and ids["p.html"] == {"a"}

@@ -42,7 +42,7 @@ def _check_and_write(root, out, strict, problems, files, origin, fonts, index, s
                      start_key, defer_search, t0, mounted=None):
     """The rest of build: check links, fail or write the site with its search index and the
     font subsets, record the stamp."""
-    check_links(files, origin, problems, mounted=mounted)
+    check_links(files, origin, problems, mounted=mounted, cache=cache)
     strict_checks(index, site, problems)
     failing = [p for p in problems if not p.warning and (strict or not p.strict)]
     if failing:

@@ -37,6 +37,7 @@ import hashlib
 import posixpath
 import re
 from functools import lru_cache
+from pathlib import Path
 from html import unescape
 from html.parser import HTMLParser
 from urllib.parse import urlsplit, unquote
@@ -161,15 +162,38 @@ def remember_scans(scans):
 _FINAL = {}        # path -> (digest of the bytes scanned, scan): scanned in a child this build
 
 
-def scan(files):
+@lru_cache(maxsize=1)
+def _scanner_code() -> str:
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
+def _scanned(path, data, cache):
+    """scan_page(data): from a child that scanned the same bytes this build, else from the
+    build cache (kind `memo`, under the bytes and this module's code: a rebuild rescans only the
+    pages whose bytes changed; parsing every page was a tenth of a one-function check), else
+    scanned here and kept."""
+    sha = hashlib.sha256(data).hexdigest()
+    done = _FINAL.get(path)
+    if done and done[0] == sha:
+        found = done[1]
+    else:
+        slot = hashlib.sha256(f"link scan {sha} {_scanner_code()}".encode()).hexdigest() if cache is not None else None
+        found = cache.get("memo", slot) if slot else None
+        if found is None:
+            found = scan_page(data)
+            if slot:
+                cache.put("memo", slot, found)
+    return found
+
+
+def scan(files, cache=None):
     """{path: bytes} -> ({path: ids}, {path: [(url, origin, anchor)]}) for the HTML files."""
     ids, links, seen = {}, {}, {}
     for path, data in files.items():
         if path.endswith(".html"):
             key = (path, data)
             if key not in _SCANNED:
-                done = _FINAL.get(path)
-                _SCANNED[key] = done[1] if done and done[0] == hashlib.sha256(data).hexdigest() else scan_page(data)
+                _SCANNED[key] = _scanned(path, data, cache)
             seen[key] = _SCANNED[key]
             ids[path], links[path] = seen[key]
     _SCANNED.clear()
@@ -208,14 +232,15 @@ def where(path, origin, data_origin, anchor):
     return origin.get(path, path), 1, f" (made by the template, after #{anchor})" if anchor else " (made by the template)"
 
 
-def check_links(files, origin, problems, unread=frozenset(), mounted=None):
+def check_links(files, origin, problems, unread=frozenset(), mounted=None, cache=None):
     """origin: path -> the content file it was built from, so the report points at a source.
     unread: paths the build produces that are not in `files` (check --page renders only its
     pages): a link to one is whole, whatever its #fragment. mounted: {path: URL path} of
     pages whose links start at the path the site is served at (404.html, which the host
     serves at any depth: site_builder/publish/hosting.py); the rest of such a link is read from the
-    site's root. Returns how many internal links were checked."""
-    ids, links = scan(files)
+    site's root. cache: the build cache, which keeps each page's scan. Returns how many
+    internal links were checked."""
+    ids, links = scan(files, cache)
     checked = 0
     for path in sorted(links):
         bad = set()
