@@ -84,3 +84,24 @@ def test_canonical_text_is_the_same_in_processes_with_other_hash_seeds():
                            env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
     assert len(outs) == 1 and "Assertion(" in outs.pop()
     assert canonical({"b", "a"}) == canonical(frozenset({"a", "b"}))
+
+
+def test_a_file_differing_from_the_commit_regathers_only_the_pages_that_cite_it(tmp_path):
+    """In a git checkout the first edit of a file used to change every page's key (the shared
+    key held the uncommitted files); now whether a cited file is uncommitted is a page's read."""
+    index = package(tmp_path)
+    log = ReadLog(Answers(index, tmp_path))
+    assert log.ask(("uncommitted", "pkg/ops.py")) is False       # a GitHub link is drawn
+    reads = log.reads
+    assert Answers(index, tmp_path, uncommitted={"tests/test_ops.py"}).still(reads)
+    assert not Answers(index, tmp_path, uncommitted={"pkg/ops.py"}).still(reads)
+
+
+def test_the_shared_page_key_does_not_hold_the_uncommitted_files():
+    from types import SimpleNamespace
+    from site_builder.build.example_plan import shared_page_key
+    content = SimpleNamespace(pages={})
+    index = SimpleNamespace(files={"pkg/ops.py": []})
+    info = dict(commit="c" * 40, config=None, uncommitted=frozenset())
+    clean = shared_page_key(ROOT, content, index, info, [])
+    assert shared_page_key(ROOT, content, index, dict(info, uncommitted=frozenset({"pkg/ops.py"})), []) == clean

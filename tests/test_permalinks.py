@@ -84,3 +84,31 @@ def test_a_concept_page_built_outside_a_checkout_says_its_links_name_the_branch(
     links = re.findall(r'<a href="https://example\.invalid/repo/blob/([^/"]+)/[^"]*"( title="[^"]*")?>([^<]*)</a>', html)
     assert links and all(branch == "main" and title and text.endswith("(branch main)") for branch, title, text in links)
     assert "no commit to cite, so the GitHub links point at the branch main, which may have moved on" in html
+
+
+def test_editing_a_cited_file_in_a_checkout_drops_its_links_and_committing_brings_them_back(tmp_path):
+    """Whether a cited file differs from the commit is the page's own read of the build (not a
+    part of every page's key), so the cached page must still follow it: edited, its GitHub
+    links go; committed, they come back with the new commit."""
+    import re
+    from site_builder.build import build
+    from tests.conftest import mini_repo, shared_cache
+    from tests.test_build_errors import EXAMPLE, PAGE, SITE
+    root = mini_repo(tmp_path, SITE, PAGE, {"mini": EXAMPLE}, copy=("model",))
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "--no-gpg-sign", "-m", "one")
+    cache = tmp_path / "cache"
+
+    def links_to_gradcheck():
+        build(root, root / "site", cache_dir=cache)
+        html = (root / "site" / "mini.html").read_text()
+        return re.findall(r'href="https://example\.invalid/repo/blob/([0-9a-f]{40})/model/gradcheck\.py#L', html)
+    first = links_to_gradcheck()
+    assert first and set(first) == {head_commit(root)}
+    with open(root / "model" / "gradcheck.py", "a") as f:
+        f.write("\n# an edit below every cited line\n")
+    assert links_to_gradcheck() == []
+    git(root, "commit", "-q", "--no-gpg-sign", "-am", "two")
+    again = links_to_gradcheck()
+    assert again and set(again) == {head_commit(root)} != set(first)

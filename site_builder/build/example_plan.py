@@ -68,7 +68,8 @@ def shared_page_key(root: Path, content, index, site_info, input_digests, shapes
     the pages and examples themselves and the files of the source index (a page is keyed on
     what it asked the index: render/pages/reads.py), every page's title, summary and concept
     functions (navigation and cross-page links), the probes' shapes and the traced step the
-    landing page maps (both run the package's code), the commit and the config."""
+    landing page maps (both run the package's code), the commit and the config. Which cited
+    files differ from the commit is a page's own read (reads.py, "uncommitted")."""
     own = ("content/pages/", "content/examples/")
     return digest(
         [(rel, sha) for rel, sha in input_digests if not rel.startswith(own) and rel not in index.files],
@@ -76,7 +77,7 @@ def shared_page_key(root: Path, content, index, site_info, input_digests, shapes
         [(slug, str(p.meta.get("title")), str(p.meta.get("summary")),
           [str(c.get("function")) + ":" + str(c.get("id")) for c in concepts(p)]) for slug, p in content.pages.items()],
         sorted(declared_probes(content).items()),     # a page's probe gives shapes to other pages' functions
-        site_info["commit"], sorted(site_info["uncommitted"] & set(index.files)), repr(site_info["config"]))
+        site_info["commit"], repr(site_info["config"]))
 
 
 def page_keys(root: Path, content, shared: str, identities: dict, slugs=None):

@@ -105,7 +105,7 @@ def _gather_pages(root, problems, cache, jobs, retrain, input_digests, content, 
         identities = {r.ref: store.identity(store.lookup(r.ref)) for r in requests if r.ref not in retrained}
         keys = page_keys(root, content, site_info["shared_key"], identities)
     # A page whose view model is cached needs none of its examples' results.
-    answers = Answers(index, root, renderer.code_memo)
+    answers = Answers(index, root, renderer.code_memo, site_info["uncommitted"])
     stale = [slug for slug in content.pages
              if not ((key := cached_page_key(cache, keys.get(slug), answers)) and cache.has("pages", key))]
     stale_requests = example_requests(root, content, stale)

@@ -70,7 +70,7 @@ class PageBuilder(PageCache, ExampleSections, ShapeBlocks, SymbolRows, CallSecti
         self.probe_failures_reported = False
         self._reach = {}
         # the index's answers, for the pages' read logs (reads.py); the build's own if it asked already
-        self.answers = answers or Answers(index, root, renderer.code_memo)
+        self.answers = answers or Answers(index, root, renderer.code_memo, site_info["uncommitted"])
         self.read_log = None                 # the page being gathered's (build_page)
         self._outside_reported = set()       # (page file, qualname) already reported as outside the index
 
@@ -106,7 +106,8 @@ class PageBuilder(PageCache, ExampleSections, ShapeBlocks, SymbolRows, CallSecti
     def github(self, file, start, end=None):
         """The line's permalink on GitHub, or None when the file differs from the commit (the
         link would show other lines)."""
-        if file in self.site_info["uncommitted"]:
+        log = self.read_log
+        if (log.ask(("uncommitted", file)) if log is not None else file in self.site_info["uncommitted"]):
             return None
         base, commit = self.site_info["repo_url"], self.site_info["commit"] or self.site_info["branch"]
         return f"{base}/blob/{commit}/{file}#{line_anchor(start, end)}"

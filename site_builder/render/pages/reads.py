@@ -49,11 +49,13 @@ class Answers:
     """The current index's answer to each question, as a digest, each computed once (the index
     is immutable once built). Questions are tuples: ("call", method, args), ("attr", name),
     ("item" | "has", mapping, key), ("keys" | "all", mapping), ("file", path), ("package",),
-    ("whole",)."""
+    ("whole",), ("uncommitted", path): whether the file differs from the commit (its GitHub
+    links are left out), so an edit in a git checkout regathers only the pages citing that file."""
 
-    def __init__(self, index, root: Path, code_memo=None):
+    def __init__(self, index, root: Path, code_memo=None, uncommitted=frozenset()):
         self.index, self.root = index, Path(root)
         self.code_memo = {} if code_memo is None else code_memo   # the renderer's highlighting memo
+        self.uncommitted = frozenset(uncommitted)
         self._digests = {}
 
     def ask(self, question):
@@ -88,6 +90,8 @@ class Answers:
                         if f.startswith(index.package + "/")], False
             if kind == "whole":
                 return sorted(index.files.items()), False
+            if kind == "uncommitted":
+                return rest[0] in self.uncommitted, False
         except Exception as e:       # the page was given the exception: it is the answer
             return e, True
         raise ValueError(f"unknown question {question!r}")
