@@ -53,14 +53,16 @@ def traced_step(root: Path) -> StepCalls | None:
 
 
 def step_calls(root, store) -> StepCalls | None:
-    """traced_step, run in a child and cached on what it read; here if the child failed. None
+    """traced_step, run in a child and cached on what it read (the package's files on the
+    functions it entered: an edit elsewhere leaves it cached); here if the child failed. None
     when the project asks for no map (no child runs)."""
     from site_builder.run.example_runner import recorded
     project = load_project(root)
     if not project.call_map_root or hook(root, project, "call_map_inputs") is None:
         return None
     modules = [Path(root) / "site_builder" / "run" / "call_map.py", Path(root) / project.hooks]
-    found = recorded(root, store, f"the calls of {project.call_map_root}", lambda: _traced_and_kept(root), modules)
+    found = recorded(root, store, f"the calls of {project.call_map_root}", lambda: _traced_and_kept(root), modules,
+                     by_functions=True)
     return found if found is not None else traced_step(root)
 
 

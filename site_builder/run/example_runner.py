@@ -20,6 +20,7 @@ read them wait until they are done (each in a child too), and the trained runs a
 to this process, so every later child inherits them instead of reading them again.
 """
 import dataclasses
+import functools
 import os
 import sys
 from dataclasses import dataclass, field
@@ -189,22 +190,36 @@ def run_examples(root: Path, requests, problems: list, store: ExampleStore = Non
     return out
 
 
-def recorded(root: Path, store: ExampleStore, name: str, fn, module: Path, timeout=RUN_TIMEOUT):
+def recorded(root: Path, store: ExampleStore, name: str, fn, module: Path, timeout=RUN_TIMEOUT, by_functions=False):
     """fn() for the build itself (the shape probes), cached like an example: run in a child
     with its inputs recorded (`module`'s import closure, and what it reads and loads), reused
     while they are unchanged. Returns the value, or None if the child failed. `fn` returns
     (value, keep): a value it says not to keep (a probe that failed) is not cached. `module`
-    may be a list of modules: fn runs the hooks, say, and their closure counts too."""
+    may be a list of modules: fn runs the hooks, say, and their closure counts too.
+    by_functions: the package's files are keyed on the functions fn entered, as an example's
+    are (not for the shape probes, whose own profile hook records their shapes)."""
     key = store.lookup(name)
     value = store.load(key) if key else None
     if value is not None:
         return value
+    if by_functions:
+        fn = functools.partial(_entering, root, fn)
     [outcome] = run_calls([Call(name, lambda: _recording(root, store, fn, module), timeout, where=_blame(root))], 1)
     if outcome.status != "ok":
         return None
     (value, keep), inputs = outcome.value
     if keep:
         store.store(name, inputs, value)
+    return value
+
+
+def _entering(root: Path, fn):
+    """fn(), the code objects it entered noted for the Recorder (as _run_here does for an example)."""
+    from site_builder.run.shape_recorder import record_entered
+    with record_entered(set()) as entered:
+        value = fn()
+    if None not in entered and not _ran_from_elsewhere(root, entered):
+        note_entered((code.co_filename, code.co_firstlineno, code.co_qualname) for code in entered)
     return value
 
 

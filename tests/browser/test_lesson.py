@@ -4,6 +4,8 @@ that matter on screen."""
 import pytest
 from playwright.sync_api import expect
 
+from tests.timing import within
+
 CLOSE_ALL = "for (const d of document.querySelectorAll('details')) d.open = false"
 
 # Links to tests a reader sees with every disclosure closed, other than an equation's own
@@ -51,14 +53,18 @@ def test_the_test_count_opens_the_evidence(page, site_url):
     evidence = page.locator("#ffn-forward--evidence")
     assert evidence.evaluate("d => d.open") is False
     assert not page.locator("#ffn-forward--tests").is_visible()
-    page.locator("#ffn-forward--used + dl.used a.to-evidence").click()
+    # The link's own click event, not a pointer click at where it was: on a loaded machine the
+    # page laid out sections coming into view (content-visibility) between Playwright finding the
+    # link and clicking, and the click landed beside it (one loaded run of the suite; test_flow.py
+    # met the same). A pointer click is still tested: test_flow.py's URL test.
+    page.locator("#ffn-forward--used + dl.used a.to-evidence").dispatch_event("click")
     # waited for: the first click opens it in the hashchange handler, a task queued after the
     # click returns (one loaded run of the suite read it still closed)
-    expect(evidence).to_have_js_property("open", True, timeout=10000)
+    expect(evidence).to_have_js_property("open", True, timeout=within(10) * 1000)
     assert page.locator("#ffn-forward--tests").is_visible()
     page.evaluate("document.querySelector('#ffn-forward--evidence').open = false")
-    page.locator("#ffn-forward--used + dl.used a.to-evidence").click()     # the same hash again: no hashchange
-    expect(evidence).to_have_js_property("open", True, timeout=10000)
+    page.locator("#ffn-forward--used + dl.used a.to-evidence").dispatch_event("click")   # the same hash again: no hashchange
+    expect(evidence).to_have_js_property("open", True, timeout=within(10) * 1000)
 
 
 def test_a_link_to_an_anchor_inside_opens_it(page, site_url):
