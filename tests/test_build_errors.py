@@ -313,7 +313,8 @@ def test_a_concept_whose_function_is_not_found_gets_one_line_not_its_followers(m
         lines = [l for l in problems_of(mini, page) if l.startswith("content/pages/mini.md:")]
         assert len(lines) == 1, lines
         assert lines[0].startswith("content/pages/mini.md:6: ") and said in lines[0], lines[0]
-        assert "more line(s) that follow are not listed" in lines[0] and "probe" not in lines[0]
+        assert "more problem(s) of this section follow from it" in lines[0] and "probe" not in lines[0]
+        assert "snippet" not in lines[0], lines[0]      # a newcomer's typo was told to "update the snippet"
 
 
 @pytest.mark.parametrize("timeout", ["0", "-5"])

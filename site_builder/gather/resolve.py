@@ -55,10 +55,11 @@ class Resolved:
 class ResolveError(Exception):
     """A reference that does not resolve to exactly one place. `message` says why and how to fix."""
 
-    def __init__(self, message: str, fix: str = ""):
+    def __init__(self, message: str, fix: str = "", no_function: bool = False):
         super().__init__(message)
         self.message = message
         self.fix = fix
+        self.no_function = no_function      # the function named is not there (not a snippet's fault)
 
     def __str__(self):
         return self.message
@@ -73,7 +74,7 @@ def _lookup(index: SourceIndex, qualname: str):
         return index.function(qualname)
     except KeyError as e:
         raise ResolveError(str(e) if type(e) is not KeyError else f"no function {qualname}",
-                           getattr(e, "fix", "")) from None
+                           getattr(e, "fix", ""), no_function=True) from None
 
 
 def resolve_function(index: SourceIndex, qualname: str) -> Resolved:

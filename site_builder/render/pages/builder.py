@@ -82,7 +82,8 @@ class PageBuilder(PageCache, ExampleSections, ShapeBlocks, SymbolRows, CallSecti
                 if (file, qualname) in self._outside_reported:
                     return None
                 self._outside_reported.add((file, qualname))
-            self.problems.append(Problem(file, line, str(e), e.fix or "update the snippet or the function name"))
+            self.problems.append(Problem(file, line, str(e), e.fix or ("correct the function's name" if e.no_function
+                                                                       else "update the snippet or the function name")))
             return None
         self.site.documented.add(qualname)
         if r.file.startswith(self.project.tests + "/"):
@@ -249,7 +250,8 @@ class PageBuilder(PageCache, ExampleSections, ShapeBlocks, SymbolRows, CallSecti
             return
         del self.problems[before:]
         if cause:                                # (none: said once already, for another concept of the page)
-            self.problems.append(replace(cause[0], message=f"{cause[0].message}; {len(follows)} more line(s) that follow are not listed"))
+            self.problems.append(replace(cause[0], message=f"{cause[0].message}; {len(follows)} more problem(s) of this "
+                                                         f"section follow from it"))
 
     def _concept(self, page, c):
         sid, fn = c["id"], c["function"]
