@@ -121,6 +121,14 @@ class BuildCache:
         value = self.get(kind, key)
         return dict(value) if isinstance(value, dict) else {}
 
+    def remembered(self, kind, key, compute):
+        """The value stored under key, else compute()'s, stored (a memo kept across builds)."""
+        value = self.get(kind, key)
+        if value is None:
+            value = compute()
+            self.put(kind, key, value)
+        return value
+
     def put(self, kind, key, value):
         if self.folder is None:
             return

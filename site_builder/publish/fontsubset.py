@@ -139,15 +139,9 @@ def math_characters(pages, cache=None) -> tuple:
     chars, depth1, depth2 = set(), set(), set()
     for html in pages:
         sha = hashlib.sha256(html).hexdigest() if isinstance(html, bytes) else None
-        slot = hashlib.sha256(f"page math {sha}".encode()).hexdigest() if sha and cache is not None else None
-        known = _SCANNED.get(sha) if sha else None
-        if known is None and slot:
-            known = cache.get("memo", slot)
-            slot = None if known is not None else slot       # stored already
-        if known is None:
-            known = page_math(html)
-        if slot:
-            cache.put("memo", slot, known)
+        scan = lambda: (_SCANNED.get(sha) if sha else None) or page_math(html)     # a child's scan, else here
+        known = cache.remembered("memo", hashlib.sha256(f"page math {sha}".encode()).hexdigest(), scan) \
+            if sha and cache is not None else scan()
         every, level1, level2 = known
         chars |= every
         depth1 |= level1

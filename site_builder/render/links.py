@@ -175,15 +175,11 @@ def _scanned(path, data, cache):
     sha = hashlib.sha256(data).hexdigest()
     done = _FINAL.get(path)
     if done and done[0] == sha:
-        found = done[1]
-    else:
-        slot = hashlib.sha256(f"link scan {sha} {_scanner_code()}".encode()).hexdigest() if cache is not None else None
-        found = cache.get("memo", slot) if slot else None
-        if found is None:
-            found = scan_page(data)
-            if slot:
-                cache.put("memo", slot, found)
-    return found
+        return done[1]
+    if cache is None:
+        return scan_page(data)
+    slot = hashlib.sha256(f"link scan {sha} {_scanner_code()}".encode()).hexdigest()
+    return cache.remembered("memo", slot, lambda: scan_page(data))
 
 
 def scan(files, cache=None):

@@ -106,9 +106,8 @@ class PageBuilder(PageCache, ExampleSections, ShapeBlocks, SymbolRows, CallSecti
 
     def github(self, file, start, end=None):
         """The line's permalink on GitHub, or None when the file differs from the commit (the
-        link would show other lines)."""
-        log = self.read_log
-        if (log.ask(("uncommitted", file)) if log is not None else file in self.site_info["uncommitted"]):
+        link would show other lines). Asked through the page's read log: it is part of the page's key."""
+        if self.read_log.ask(("uncommitted", file)):
             return None
         base, commit = self.site_info["repo_url"], self.site_info["commit"] or self.site_info["branch"]
         return f"{base}/blob/{commit}/{file}#{line_anchor(start, end)}"
