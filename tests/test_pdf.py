@@ -123,9 +123,10 @@ def test_an_edit_that_moves_an_equation_moves_its_stated_page_and_the_cache_foll
     reader = pypdf.PdfReader(io.BytesIO(moved.pdf))
     dest = reader.named_destinations["demo:demo--e"]
     assert reader.get_destination_page_number(dest) + 1 == stated_page(moved_html)
-    hits = cache.hits
+    hits, misses = cache.hits, cache.misses
     again, _ = companion(tmp_path, concept_page(8), cache)
-    assert cache.hits == hits + 2 and again.pdf == moved.pdf      # the page's Typst markup, and the PDF
+    # the page's Typst markup, its part, the contents (twice: its length, then it) and the join
+    assert (cache.hits, cache.misses) == (hits + 5, misses) and again.pdf == moved.pdf
     assert companion(tmp_path, concept_page(8))[0].pdf == moved.pdf       # typeset afresh: the same bytes
 
 
@@ -135,3 +136,56 @@ def test_a_formula_typst_cannot_set_is_reported_at_its_content_file_and_line(tmp
     [(file, line, message, fix)] = result.problems
     assert (file, line) == ("content/pages/demo.md", 6), result.problems
     assert "foo" in message
+
+
+def two_pages(first_words=0):
+    """Two pages in nav order; the first links to the second's equation."""
+    prose = "<p>" + "Words that fill the page. " * 60 + "</p>"
+    first = concept_page(first_words).replace("<h1>Demo</h1>", '<h1>Demo</h1><p><a href="other.html#other--f">See F</a></p>')
+    second = (concept_page(1).replace("demo", "other").replace("Demo", "Other").replace("E = m c^2", "F = m a")
+              .replace('id="other--e"', 'id="other--f"').replace("#other--e", "#other--f")
+              .replace("<!--pdf-eq:other--e-->", "<!--pdf-eq:other--f-->") + prose)
+    return [("demo", "Demo", "content/pages/demo.md", first), ("other", "Other", "content/pages/other.md", second)]
+
+
+def typeset_two(tmp_path, pages, cache):
+    from site_builder.publish import pdf
+    meta = dict(title="Demo site", description="", built_from="Built here", papers={}, css="", root=tmp_path)
+    return pdf.companion(pages, meta, cache)
+
+
+def test_parts_are_numbered_as_one_document_and_linked_across(tmp_path):
+    """Each page is typeset on its own: its sections, equations and pages continue the page
+    before it, the contents states where each landed, and a link into the other page is an
+    internal link to its named destination."""
+    from site_builder.base.cache import BuildCache
+    result = typeset_two(tmp_path, two_pages(), BuildCache(tmp_path / "cache"))
+    reader = pypdf.PdfReader(io.BytesIO(result.pdf))
+    dests = {name: reader.get_destination_page_number(d) + 1 for name, d in reader.named_destinations.items()}
+    demo, other = result.records["demo:demo--e"], result.records["other:other--f"]
+    assert (demo["section"], demo["equation"], other["section"], other["equation"]) == ("1.1", "1", "2.1", "2")
+    assert dests["other:other--f"] == other["page"] > demo["page"] == dests["demo:demo--e"]
+    assert "(2)" in reader.pages[other["page"] - 1].extract_text()
+    contents = reader.pages[1].extract_text()
+    assert re.search(rf"2\.1 Other\W+{other['page']}\b", contents), contents
+    links = [a.get_object() for page in reader.pages for a in page.get("/Annots") or []]
+    assert not [a for a in links if str(a.get("/A", {}).get("/URI", "")).startswith("pdf-dest:")]
+    targets = {str(a["/Dest"]) for a in links if "/Dest" in a}
+    assert "other:other--f" in targets and targets <= set(dests)
+    assert [item["/Title"] for item in reader.outline if not isinstance(item, list)] == ["1 Demo", "2 Other"]
+
+
+def test_an_edit_of_one_page_typesets_that_page_again_and_no_other(tmp_path):
+    """The second page changes: its part and the join are made again; the first page's part and
+    the contents come from the cache. The first page grows by pages: the second moves with it."""
+    from site_builder.base.cache import BuildCache
+    cache = BuildCache(tmp_path / "cache")
+    typeset_two(tmp_path, two_pages(), cache)
+    pages = two_pages()
+    pages[1] = pages[1][:3] + (pages[1][3].replace("F = m a", "F = m a + 1"),)
+    misses = cache.misses
+    edited = typeset_two(tmp_path, pages, cache)
+    assert cache.misses - misses == 3       # the page's markup, its part, the join
+    assert edited.pdf == typeset_two(tmp_path, pages, None).pdf          # as typeset afresh
+    longer = typeset_two(tmp_path, two_pages(first_words=20), cache)
+    assert longer.records["other:other--f"]["page"] > edited.records["other:other--f"]["page"]

@@ -13,7 +13,9 @@ becomes Typst markup. Math is read back from the TeX annotation KaTeX keeps in i
 converted by tex2typst (site_builder/publish/pdfmath.py); figures stay vector (their SVG is
 embedded as it is); code listings keep their line numbers and print each cited line's file:line.
 Labels are `slug:id`, the PDF's named destinations; a link to an element the PDF has no label
-for prints as its text.
+for prints as its text. Each page is typeset on its own (pdf.py), so a link to another page's
+label cannot name it to Typst: it is written as a link to `pdf-dest:<label>` (OTHER_PAGE), which
+the join of the pages turns into a link to that named destination.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from html.parser import HTMLParser
 from site_builder.publish.pdfmath import PdfMathError, tex_to_typst
 
 TEXT_WIDTH_PT = 476
+OTHER_PAGE = "pdf-dest:"      # a link to a label typeset in another part of the PDF (pdf.join_parts)
 VOID = {"br", "img", "input", "meta", "link", "hr", "wbr", "col", "source", "area", "base", "embed", "param", "track"}
 SKIP_TAGS = {"button", "script", "style", "nav", "template", "input", "textarea", "noscript", "h1", "img"}
 SKIP_CLASSES = {"anchor", "copy-link", "play-note", "play-status", "summary", "visually-hidden", "skip"}
@@ -136,11 +139,11 @@ def string(text: str) -> str:
 class PageMarkup:
     """One page's <main> as Typst markup. `labels`: every label the document has (`slug:id`), so
     that links to them become internal links; `math_problems` collects (tex, message) for TeX
-    tex2typst could not read."""
+    tex2typst could not read; `sections` (label, title markup) for the contents."""
 
     def __init__(self, slug: str, labels: set, svg_style: str = ""):
         self.slug, self.labels, self.svg_style = slug, labels, svg_style
-        self.svgs, self.math_problems, self.equations = [], [], []   # equations: [(label, number-record)]
+        self.svgs, self.math_problems, self.sections = [], [], []
 
     def convert(self, html: str) -> str:
         main = MAIN.search(html)
@@ -197,7 +200,10 @@ class PageMarkup:
         if slug is None:
             return None
         name = f"{slug}:{frag}" if frag else slug
-        return f"label({string(name)})" if name in self.labels else None   # Typst code for the target
+        if name not in self.labels:
+            return None
+        # Typst code for the target: a label of this page, or another page's, joined later
+        return f"label({string(name)})" if slug == self.slug else string(OTHER_PAGE + name)
 
     def math(self, tex: str, display: bool, numbered=False) -> str:
         try:
@@ -294,7 +300,9 @@ class PageMarkup:
         parts = []
         for child in c.children:
             if isinstance(child, Node) and child.tag == "h2" and sid:
-                parts.append(f"#section({string(self.slug + ':' + sid)})[{self.inline(child).strip()}]")
+                title = self.inline(child).strip()
+                self.sections.append((f"{self.slug}:{sid}", title))
+                parts.append(f"#section({string(self.slug + ':' + sid)})[{title}]")
             elif isinstance(child, str):
                 if child.strip():
                     parts.append(escape(child.strip()))
@@ -318,7 +326,6 @@ class PageMarkup:
             elif not self.skipped(child):
                 rest.append(self.block(child))
         label = f"{self.slug}:{anchor}"
-        self.equations.append(label)
         body = self.math(tex or "", True, numbered=True)
         refs = "".join(f"\n#eqrefs[{r}]" for r in rest if r)
         return f"#equation({string(label)}, [{name}], [{body}]){refs}"
