@@ -34,7 +34,9 @@ The pool (fixture_edits):
                           for the function; its record holds the docstring)
   test_helper_line        a comment on a line of assert_close in tests/test_gradcheck.py, the
                           helper of a test the loss page cites (and a file its example imports)
-  content_prose           a sentence of the embeddings page reworded
+  content_prose           a sentence of the embeddings page reworded, and a PDF page of prose
+                          added: the companion PDF typesets each page as a part of its own,
+                          so the parts after it start a page later and are typeset again
   pdf_pages_move          the site's description made a page longer: the companion PDF's title page
                           prints it, so every equation lands on a later page, and each concept's
                           "PDF: ..., p. N" line and the PDF's bytes change (site_builder/publish/pdf.py)
@@ -599,6 +601,8 @@ TEX_TYPO = "\nA typo: $\\operatornam{ReLU}(z)$ here.\n"
 SITE_DESCRIPTION = "every number it computes, down to the source line."
 # More than the rest of the PDF's title page holds: everything after it moves a page on.
 PDF_PAGE_OF_PROSE = " And a sentence that makes the title page of the companion PDF a page longer." * 60
+# A page more of the embeddings page: the PDF's parts after it (loss, positions) start a page later.
+PAGE_OF_PROSE = " And a sentence that makes this page of the companion PDF a page longer." * 60
 
 
 def fixture_edits():
@@ -619,8 +623,8 @@ def fixture_edits():
                                              "Ids are the positions of characters in the sorted list")]),
         TextEdit("test_helper_line", [("tests/test_gradcheck.py", "    err = rel_error(analytic, numeric)\n",
                                        "    err = rel_error(analytic, numeric)  # edited by the differential test\n")]),
-        TextEdit("content_prose", [("content/pages/embeddings.md",
-                                    "The model never sees a character.", "The model never reads a single character.")]),
+        TextEdit("content_prose", [("content/pages/embeddings.md", "The model never sees a character.",
+                                    "The model never reads a single character." + PAGE_OF_PROSE)]),
         TextEdit("pdf_pages_move", [("content/site.yaml", SITE_DESCRIPTION, SITE_DESCRIPTION + PDF_PAGE_OF_PROSE)]),
         RemoveFunction("deleted_test_function", "tests/test_ops.py", "test_cross_entropy_value"),
         DeleteFile("deleted_test_file", "tests/test_page_loss.py"),
