@@ -177,7 +177,8 @@ def test_parts_are_numbered_as_one_document_and_linked_across(tmp_path):
 
 def test_an_edit_of_one_page_typesets_that_page_again_and_no_other(tmp_path):
     """The second page changes: its part and the join are made again; the first page's part and
-    the contents come from the cache. The first page grows by pages: the second moves with it."""
+    the contents come from the cache. The first page grows by pages: the second page's part is
+    reused as it was (its pages are numbered when the parts are joined), and its records move."""
     from site_builder.base.cache import BuildCache
     cache = BuildCache(tmp_path / "cache")
     typeset_two(tmp_path, two_pages(), cache)
@@ -187,5 +188,12 @@ def test_an_edit_of_one_page_typesets_that_page_again_and_no_other(tmp_path):
     edited = typeset_two(tmp_path, pages, cache)
     assert cache.misses - misses == 3       # the page's markup, its part, the join
     assert edited.pdf == typeset_two(tmp_path, pages, None).pdf          # as typeset afresh
+    typeset_two(tmp_path, two_pages(), cache)
+    misses = cache.misses
     longer = typeset_two(tmp_path, two_pages(first_words=20), cache)
-    assert longer.records["other:other--f"]["page"] > edited.records["other:other--f"]["page"]
+    assert cache.misses - misses == 4       # the first page's markup and part, the contents, the join
+    moved = longer.records["other:other--f"]["page"]
+    assert moved > edited.records["other:other--f"]["page"]
+    reader = pypdf.PdfReader(io.BytesIO(longer.pdf))
+    assert reader.get_destination_page_number(reader.named_destinations["other:other--f"]) + 1 == moved
+    assert reader.pages[moved - 1].extract_text().rstrip().endswith(str(moved))     # its number, drawn

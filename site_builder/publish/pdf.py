@@ -22,15 +22,17 @@ from Typst's record. A page's cached HTML holds the placeholders, so the cache s
 the page alone, and the numbers follow any other page's edit.
 
 Typeset in parts, joined: the front matter (title page, contents), each page, and the
-references are typeset as separate documents, each from the counters the part before it ends on
-(page, section, equation: `part_source`), and cached on its Typst source; pikepdf joins them,
-with every part's named destinations and bookmarks, and a link into another part made a link to
-its named destination (pdfmarkup.OTHER_PAGE). Why: one document was typeset whole on every
-change that touched any page (8 s of a 13 s `check` after a one-line edit of a model function
-three pages list); now an edit retypesets its own pages, and the later parts only when it moves
-their numbers. The contents, which needs every part's pages, is typeset last, after a first
-typesetting with its page numbers 0 has given its length. The cost: each part carries its own
-subsets of the fonts, so the file is about a quarter larger.
+references are typeset as separate documents, each cached on its Typst source and started from
+the section and equation counts of the parts before it (`part_source`); pikepdf joins them,
+draws every page's number over it (`page_numbers`), copies every part's named destinations and
+bookmarks, and makes a link into another part a link to its named destination
+(pdfmarkup.OTHER_PAGE). Why: one document was typeset whole on every change that touched any
+page (8.1 s of a 13.4 s `check` after a one-line edit of a model function three pages list);
+now an edit typesets its own page again and no other (a page that grows moves the later pages'
+numbers, which are drawn at the join), and the parts are typeset two at a time. The contents,
+which states every part's pages, is typeset last, after a first typesetting with its page
+numbers 0 has given its length. The cost: each part carries its own subsets of the fonts
+(object streams keep the file smaller than the one document was: 3.2 MB against 3.9).
 
 Deterministic bytes: the document's date is none (Typst then writes no date and derives the
 file's ID from its content; the join's ID is derived from its content too), and only the fonts
@@ -48,11 +50,17 @@ from pathlib import Path
 from site_builder.base.cache import digest
 from site_builder.publish.pdfmarkup import OTHER_PAGE, PageMarkup, escape, string, svg_stylesheet
 
+# The page, in every part and in the page numbers (NUMBERS), which are drawn over the joined pages.
+PAGE = '#set page(paper: "a4", margin: (x: 2.1cm, top: 2.2cm, bottom: 2.4cm))\n#set text(font: "New Computer Modern", size: 10pt, lang: "en")'
+
+# Every page's number but the title page's, one page each, as the parts' pages will be numbered.
+NUMBERS = PAGE + r"""
+#set page(footer: context if counter(page).get().first() > 1 { align(center, text(size: 9pt, counter(page).display())) })
+"""
+
 PREAMBLE = r"""
 #set document(title: TITLE, date: none)
-#set page(paper: "a4", margin: (x: 2.1cm, top: 2.2cm, bottom: 2.4cm),
-  footer: context if counter(page).get().first() > 1 { align(center, text(size: 9pt, counter(page).display())) })
-#set text(font: "New Computer Modern", size: 10pt, lang: "en")
+""" + PAGE + r"""
 #set par(justify: true, leading: 0.58em)
 #set heading(numbering: (..n) => if n.pos().len() <= 2 { numbering("1.1", ..n) })
 #show heading.where(level: 1): it => { pagebreak(weak: true); v(0.5em); text(size: 17pt, it); v(0.6em) }
@@ -94,9 +102,9 @@ PREAMBLE = r"""
 """
 
 # Where every labelled heading of a part landed (a page's, a section's, an equation's anchor): its
-# page and section number, the number of the equation after it, and the counters the part ends on
-# (the next part starts from them): one query at the end of the part, which costs one more layout
-# pass (a record beside each label cost one pass per record: 3 times as long).
+# page in the part, its section number, the number of the equation after it; and the part's pages
+# and last equation number: one query at the end of the part, which costs one more layout pass
+# (a record beside each label cost one pass per record: 3 times as long).
 RECORDS = r"""
 #context {
   let out = ()
@@ -105,7 +113,7 @@ RECORDS = r"""
       let loc = h.location()
       let n = counter(heading).at(loc)
       out.push((name: str(h.label), kind: if h.level == 1 { "page" } else if h.level == 2 { "sec" } else { "eq" },
-                page: counter(page).at(loc).first(), section: n.slice(0, calc.min(2, n.len())).map(str).join("."),
+                page: loc.page(), section: n.slice(0, calc.min(2, n.len())).map(str).join("."),
                 equation: str(counter(math.equation).at(loc).first() + 1)))
     }
   }
@@ -210,12 +218,13 @@ def parts(pages, meta: dict, cache=None) -> tuple[list, list]:
     return out, math_problems
 
 
-def part_source(title: str, body: str, first_page: int, sections: int, equations: int) -> str:
-    """The Typst source of one part: the preamble, the counters the parts before it end on (so
-    its pages, sections and equations are numbered as in one document), its body, its record."""
-    return "\n".join([PREAMBLE.replace("TITLE", string(title)), f"#counter(page).update({first_page})",
-                      f"#counter(heading).update({sections})", f"#counter(math.equation).update({equations})",
-                      body, RECORDS]) + "\n"
+def part_source(title: str, body: str, sections: int, equations: int) -> str:
+    """The Typst source of one part: the preamble, the section and equation counters the parts
+    before it end on (so they are numbered as in one document), its body, its record. Its
+    pages are numbered when the parts are joined (NUMBERS), so a part that grows by a page
+    changes no other part's source."""
+    return "\n".join([PREAMBLE.replace("TITLE", string(title)), f"#counter(heading).update({sections})",
+                      f"#counter(math.equation).update({equations})", body, RECORDS]) + "\n"
 
 
 def front_matter(meta, entries) -> str:
@@ -269,11 +278,18 @@ class PartError(Exception):
         self.part, self.source, self.error = part, source, error
 
 
-def typeset_parts(title, body_parts, meta, cache) -> tuple[list, list]:
-    """([Typeset] of the front matter then each part, the keys they are cached under). Each part
-    is typeset from the counters the one before it ends on: an edit retypesets its own part,
-    and the later ones only when it changes their numbers. The contents' page count comes first,
-    from the contents with every page number 0 (digits do not change its lines)."""
+NUMBERED_EQUATION = '#math.equation(block: true, numbering: "(1)"'     # pdfmarkup's, for each numbered one
+
+
+def typeset_parts(title, body_parts, meta, cache) -> tuple[list, list, int]:
+    """([Typeset] of the front matter then each part, the keys they are cached under, the
+    front matter's pages). The parts are independent: each starts from the section and equation
+    counts of the parts before it (known from their markup) and none from their pages, so
+    an edit typesets its own part again and no other, and the parts are typeset side by side
+    (Typst lets go of the GIL: two threads take about two thirds of one's time on 2 cores). The
+    contents, which states every part's pages, is typeset last, after a first typesetting with
+    its page numbers 0 has given its length (digits do not change its lines)."""
+    from concurrent.futures import ThreadPoolExecutor
     from site_builder.publish.pdfmath import VERSION_KEY
     version = (compiler_version(), VERSION_KEY())
 
@@ -292,19 +308,29 @@ def typeset_parts(title, body_parts, meta, cache) -> tuple[list, list]:
         for part in body_parts:
             entries += [(level, label, numbers.get(label, ""), text, pages.get(label, 0)) for level, label, text in part.entries]
         front = Part("content/site.yaml", front_matter(meta, entries))
-        return typeset_cached(front, part_source(title, front.body, 1, 0, 0))
+        return typeset_cached(front, part_source(title, front.body, 0, 0))
 
-    front_pages = contents({})[0].last_page
+    jobs, equations = [], 0     # (part, its source, the equations before it, its own)
+    for n, part in enumerate(body_parts):
+        own = part.body.count(NUMBERED_EQUATION)
+        jobs.append((part, part_source(title, part.body, n, equations), equations, own))
+        equations += own
+    with ThreadPoolExecutor(2) as pool:
+        placeholder = pool.submit(contents, {})
+        done = list(pool.map(lambda job: typeset_cached(job[0], job[1]), jobs))
+        front_pages = placeholder.result()[0].last_page
+    for (part, _, before, own), (result, _) in zip(jobs, done):
+        if result.equations != before + own:       # a numbered equation pdfmarkup did not write
+            raise RuntimeError(f"{part.file}: its part of the PDF numbers {result.equations - before} equations, "
+                               f"its markup {own}")
     for _ in range(3):      # a contents that grows a page when its numbers are filled: once more
-        done, keys, first_page, equations = [], [], front_pages + 1, 0
-        for n, part in enumerate(body_parts):
-            result, key = typeset_cached(part, part_source(title, part.body, first_page, n, equations))
-            done.append(result)
-            keys.append(key)
-            first_page, equations = result.last_page + 1, result.equations
-        front, front_key = contents({r["name"]: r["page"] for t in done for r in t.records})
+        first, pages = front_pages, {}
+        for result, _ in done:
+            pages.update({r["name"]: first + r["page"] for r in result.records})
+            first += result.last_page
+        front, front_key = contents(pages)
         if front.last_page == front_pages:
-            return [front] + done, [front_key] + keys
+            return [front] + [t for t, _ in done], [front_key] + [k for _, k in done], front_pages
         front_pages = front.last_page
     raise RuntimeError("the companion PDF's contents changed length on every try")
 
@@ -332,7 +358,7 @@ def companion(pages, meta: dict, cache=None) -> Companion:
                                                 "write it in TeX that KaTeX and tex2typst both read")
                                                for file, tex, msg in math_problems])
     try:
-        typeset_all, keys = typeset_parts(meta["title"], body_parts, meta, cache)
+        typeset_all, keys, front_pages = typeset_parts(meta["title"], body_parts, meta, cache)
     except PartError as e:
         file = e.part.file
         line, tex = _content_line(meta.get("root"), file, e.source, e.error.line)
@@ -340,20 +366,24 @@ def companion(pages, meta: dict, cache=None) -> Companion:
         return Companion(name, None, problems=[(file, line, f"the PDF cannot be typeset: {e.error.message}{what}",
                                                 "write it so that Typst reads it (site_builder/publish/pdf.py "
                                                 "and pdfmath.py say what the page goes through)")])
-    joined = digest("pdf joined", keys, meta["title"], Path(__file__).read_bytes())
+    joined = digest("pdf joined", keys, meta["title"], Path(__file__).read_bytes(), compiler_version())
 
     def join():
         return join_parts([t.pdf for t in typeset_all], meta["title"])
     pdf = cache.remembered("pdf", joined, join) if cache else join()
-    records = [r for t in typeset_all for r in t.records]
+    records, first = [], front_pages
+    for t in typeset_all[1:]:
+        records += [dict(r, page=first + r["page"]) for r in t.records]
+        first += t.last_page
     return Companion(name, pdf, {r["name"]: r for r in records}, [r["name"] for r in records])
 
 
 def join_parts(pdfs: list, title: str) -> bytes:
     """The parts' PDFs as one file (pikepdf, qpdf's Python binding: it joins the 370 pages in
-    about a second where pypdf took five): their pages in order, every part's named
-    destinations and outline (bookmarks) pointing at the joined pages, each pdf-dest: link
-    made a link to its named destination, and the first part's language and metadata."""
+    about a second where pypdf took five): their pages in order, each with its number drawn
+    over it (page_numbers), every part's named destinations and outline (bookmarks) pointing at
+    the joined pages, each pdf-dest: link made a link to its named destination, and the first
+    part's language and metadata."""
     import io
     import warnings
     import pikepdf
@@ -382,6 +412,13 @@ def join_parts(pdfs: list, title: str) -> bytes:
             if "/ViewerPreferences" in src.Root:      # direct objects: copied by value
                 out.Root.ViewerPreferences = pikepdf.Dictionary(dict(src.Root.ViewerPreferences.items()))
             out.docinfo["/Creator"] = pikepdf.String(str(src.docinfo.get("/Creator", "Typst")))
+    numbers = pikepdf.Pdf.open(io.BytesIO(page_numbers(len(out.pages))))
+    for page, number in zip(out.pages, numbers.pages):
+        # what page.add_overlay does, under a fixed name (it draws a random one: other bytes each time)
+        page.add_resource(out.copy_foreign(number.as_form_xobject()), pikepdf.Name.XObject,
+                          name=pikepdf.Name("/PageNumber"), replace_existing=False)
+        page.contents_add(pikepdf.Stream(out, b"q\n"), prepend=True)
+        page.contents_add(pikepdf.Stream(out, b"\nQ q /PageNumber Do Q\n"))
     for page in out.pages:
         for annot in page.obj.get("/Annots", []):
             uri = annot.get("/A", {}).get("/URI")
@@ -399,6 +436,17 @@ def join_parts(pdfs: list, title: str) -> bytes:
     # object streams: 3.2 MB where the parts' objects as they were came to 5.0 (one document was 3.9)
     out.save(buffer, deterministic_id=True, object_stream_mode=pikepdf.ObjectStreamMode.generate)
     return buffer.getvalue()
+
+
+def page_numbers(count: int) -> bytes:
+    """A PDF of `count` pages holding only their numbers, in the parts' page (NUMBERS)."""
+    import tempfile
+    import typst
+    with tempfile.TemporaryDirectory(prefix="site-pdf-") as folder:
+        main = Path(folder) / "numbers.typ"
+        main.write_text(NUMBERS + "#pagebreak()\n" * (count - 1), encoding="utf-8")
+        return typst.Compiler(str(main), root=folder, ignore_system_fonts=True).compile(
+            format="pdf", timestamp=0, pdf_tags=False)
 
 
 def _moved_item(item, moved):
