@@ -79,6 +79,16 @@ def test_the_outline_lists_every_page_of_nav(built_site, reader):
         assert f"{i} {title}" in top, f"the outline has no '{i} {title}': {top}"
 
 
+def test_every_link_inside_the_pdf_leads_to_a_named_destination(reader):
+    """The pages are typeset as separate parts and joined: a link into another part is made a
+    link to its named destination then, and none is left pointing nowhere."""
+    dests = set(reader.named_destinations)
+    links = [a.get_object() for page in reader.pages for a in page.get("/Annots") or []]
+    inside = [str(a["/Dest"]) for a in links if "/Dest" in a]
+    assert len(inside) > 1000 and set(inside) <= dests, sorted(set(inside) - dests)[:5]
+    assert not [a for a in links if not str(a.get("/A", {}).get("/URI", "http")).startswith("http")]
+
+
 def test_the_pdf_has_page_numbers_and_a_contents(reader, page_texts):
     assert "Contents" in page_text(reader, page_texts, 2)
     middle = len(reader.pages) // 2
