@@ -469,6 +469,17 @@ def train(out_dir, model_cfg: ModelConfig | None = None, train_cfg: TrainConfig 
 
 # ----------------------------------------------------------------------------- command line
 
+def _positive_number(text):
+    """--lr: a float above 0 and finite (NaN and inf refused here, named as the option)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but its errors look like every other error of this CLI."""
 
@@ -488,7 +499,7 @@ def parse_args(argv):
     ap.add_argument("--overwrite", action="store_true", help="replace the run in OUT; its checkpoint and "
                     "metrics stay until this run writes its first checkpoint")
     ap.add_argument("--batch-size", type=int, default=d.batch_size, help=f"default {d.batch_size}")
-    ap.add_argument("--lr", type=float, default=d.lr, help=f"peak learning rate (default {d.lr}); "
+    ap.add_argument("--lr", type=_positive_number, default=d.lr, help=f"peak learning rate (default {d.lr}); "
                     f"the cosine floor min_lr keeps its default ratio {d.min_lr / d.lr:g} to it")
     return ap.parse_args(argv)
 

@@ -127,6 +127,14 @@ def test_seq2seq_cli_errors_are_one_line(tmp_path, args, message):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("value", ["nan", "inf", "0", "-1"])
+def test_a_learning_rate_that_is_no_positive_number_is_named_as_the_option(tmp_path, value):
+    """It said `TrainConfig.lr must be a positive number`: a name the command line does not have."""
+    r = run("model.train", "--out", str(tmp_path / "run"), "--steps", "1", "--lr", value)
+    assert_one_line(r, 2, f"error: argument --lr: must be a positive number, got '{value}' (see --help)")
+    assert not (tmp_path / "run").exists()
+
+
 def wait_for(condition, child, what, timeout=300):
     deadline = time.monotonic() + timeout
     while not condition():
