@@ -242,6 +242,13 @@ def front_matter(meta, entries) -> str:
 
 def typeset(source: str) -> Typeset:
     """One part typeset, with only the wheel's fonts."""
+    pdf, value = _compiled(source, "<pdf-records>")
+    return Typeset(pdf, value["records"], value["last_page"], value["equations"])
+
+
+def _compiled(source: str, query=None) -> tuple:
+    """(PDF bytes, the value of the metadata `query` selects, if one is given) of a Typst
+    source, with only the wheel's fonts; TypesetError if Typst rejects it."""
     import tempfile
     import typst
     # a file, not bytes: the wheel's query cannot find a source given as bytes
@@ -254,8 +261,8 @@ def typeset(source: str) -> Typeset:
             pdf = compiler.compile(format="pdf", timestamp=0, pdf_tags=False)
         except typst.TypstError as e:
             raise TypesetError(e.message, _error_line(e, source)) from None
-        value = json.loads(compiler.query("<pdf-records>", field="value"))[0]      # laid out already
-    return Typeset(pdf, value["records"], value["last_page"], value["equations"])
+        value = json.loads(compiler.query(query, field="value"))[0] if query else None      # laid out already
+    return pdf, value
 
 
 def _error_line(e, source: str):
@@ -281,14 +288,15 @@ class PartError(Exception):
 NUMBERED_EQUATION = '#math.equation(block: true, numbering: "(1)"'     # pdfmarkup's, for each numbered one
 
 
-def typeset_parts(title, body_parts, meta, cache) -> tuple[list, list, int]:
-    """([Typeset] of the front matter then each part, the keys they are cached under, the
-    front matter's pages). The parts are independent: each starts from the section and equation
-    counts of the parts before it (known from their markup) and none from their pages, so
-    an edit typesets its own part again and no other, and the parts are typeset side by side
-    (Typst lets go of the GIL: two threads take about two thirds of one's time on 2 cores). The
-    contents, which states every part's pages, is typeset last, after a first typesetting with
-    its page numbers 0 has given its length (digits do not change its lines)."""
+def typeset_parts(title, body_parts, meta, cache) -> tuple[list, list, list]:
+    """([Typeset] of the front matter then each part, the keys they are cached under, every
+    part's records in document order with its pages counted from the PDF's first). The parts
+    are independent: each starts from the section and equation counts of the parts before it
+    (known from their markup) and none from their pages, so an edit typesets its own part
+    again and no other, and the parts are typeset side by side (Typst lets go of the GIL: two
+    threads take about two thirds of one's time on 2 cores). The contents, which states every
+    part's pages, is typeset last, after a first typesetting with its page numbers 0 has given
+    its length (digits do not change its lines)."""
     from concurrent.futures import ThreadPoolExecutor
     from site_builder.publish.pdfmath import VERSION_KEY
     version = (compiler_version(), VERSION_KEY())
@@ -303,10 +311,11 @@ def typeset_parts(title, body_parts, meta, cache) -> tuple[list, list, int]:
                 raise PartError(part, source, e) from None
         return (cache.remembered("pdf", key, run) if cache else run()), key
 
-    def contents(pages):        # pages: {label: page}
-        entries, numbers = [], section_numbers(body_parts)
-        for part in body_parts:
-            entries += [(level, label, numbers.get(label, ""), text, pages.get(label, 0)) for level, label, text in part.entries]
+    def contents(records, with_pages=True):      # records: [record], pages counted from the PDF's first
+        placed = {r["name"]: r for r in records}
+        entries = [(level, label, "" if label == REFERENCES else placed[label]["section"], text,
+                    placed[label]["page"] if with_pages else 0)
+                   for part in body_parts for level, label, text in part.entries]
         front = Part("content/site.yaml", front_matter(meta, entries))
         return typeset_cached(front, part_source(title, front.body, 0, 0))
 
@@ -316,34 +325,30 @@ def typeset_parts(title, body_parts, meta, cache) -> tuple[list, list, int]:
         jobs.append((part, part_source(title, part.body, n, equations), equations, own))
         equations += own
     with ThreadPoolExecutor(2) as pool:
-        placeholder = pool.submit(contents, {})
         done = list(pool.map(lambda job: typeset_cached(job[0], job[1]), jobs))
-        front_pages = placeholder.result()[0].last_page
     for (part, _, before, own), (result, _) in zip(jobs, done):
         if result.equations != before + own:       # a numbered equation pdfmarkup did not write
             raise RuntimeError(f"{part.file}: its part of the PDF numbers {result.equations - before} equations, "
                                f"its markup {own}")
+    parts_typeset, keys = [t for t, _ in done], [k for _, k in done]
+    front_pages = contents(placed_records(parts_typeset, 0), with_pages=False)[0].last_page
     for _ in range(3):      # a contents that grows a page when its numbers are filled: once more
-        first, pages = front_pages, {}
-        for result, _ in done:
-            pages.update({r["name"]: first + r["page"] for r in result.records})
-            first += result.last_page
-        front, front_key = contents(pages)
+        records = placed_records(parts_typeset, front_pages)
+        front, front_key = contents(records)
         if front.last_page == front_pages:
-            return [front] + [t for t, _ in done], [front_key] + [k for _, k in done], front_pages
+            return [front] + parts_typeset, [front_key] + keys, records
         front_pages = front.last_page
     raise RuntimeError("the companion PDF's contents changed length on every try")
 
 
-def section_numbers(body_parts) -> dict:
-    """{label: "4" or "4.5"}: the numbers Typst gives the pages and their sections (a page's
-    part starts its heading counter at its place in nav; the references are not numbered)."""
-    numbers = {}
-    for n, part in enumerate(body_parts, 1):
-        sections = [label for level, label, _ in part.entries if level == 2]
-        numbers.update({label: f"{n}.{j}" for j, label in enumerate(sections, 1)})
-        numbers.update({label: str(n) for level, label, _ in part.entries if level == 1 and label != REFERENCES})
-    return numbers
+def placed_records(parts_typeset, before: int) -> list:
+    """The parts' records in document order, each page counted from the PDF's first page, when
+    `before` pages come before the first part."""
+    out = []
+    for t in parts_typeset:
+        out += [dict(r, page=before + r["page"]) for r in t.records]
+        before += t.last_page
+    return out
 
 
 def companion(pages, meta: dict, cache=None) -> Companion:
@@ -358,7 +363,7 @@ def companion(pages, meta: dict, cache=None) -> Companion:
                                                 "write it in TeX that KaTeX and tex2typst both read")
                                                for file, tex, msg in math_problems])
     try:
-        typeset_all, keys, front_pages = typeset_parts(meta["title"], body_parts, meta, cache)
+        typeset_all, keys, records = typeset_parts(meta["title"], body_parts, meta, cache)
     except PartError as e:
         file = e.part.file
         line, tex = _content_line(meta.get("root"), file, e.source, e.error.line)
@@ -371,10 +376,6 @@ def companion(pages, meta: dict, cache=None) -> Companion:
     def join():
         return join_parts([t.pdf for t in typeset_all], meta["title"])
     pdf = cache.remembered("pdf", joined, join) if cache else join()
-    records, first = [], front_pages
-    for t in typeset_all[1:]:
-        records += [dict(r, page=first + r["page"]) for r in t.records]
-        first += t.last_page
     return Companion(name, pdf, {r["name"]: r for r in records}, [r["name"] for r in records])
 
 
@@ -419,7 +420,6 @@ def join_parts(pdfs: list, title: str) -> bytes:
                           name=pikepdf.Name("/PageNumber"), replace_existing=False)
         page.contents_add(pikepdf.Stream(out, b"q\n"), prepend=True)
         page.contents_add(pikepdf.Stream(out, b"\nQ q /PageNumber Do Q\n"))
-    for page in out.pages:
         for annot in page.obj.get("/Annots", []):
             uri = annot.get("/A", {}).get("/URI")
             if uri is not None and str(uri).startswith(OTHER_PAGE):
@@ -440,13 +440,7 @@ def join_parts(pdfs: list, title: str) -> bytes:
 
 def page_numbers(count: int) -> bytes:
     """A PDF of `count` pages holding only their numbers, in the parts' page (NUMBERS)."""
-    import tempfile
-    import typst
-    with tempfile.TemporaryDirectory(prefix="site-pdf-") as folder:
-        main = Path(folder) / "numbers.typ"
-        main.write_text(NUMBERS + "#pagebreak()\n" * (count - 1), encoding="utf-8")
-        return typst.Compiler(str(main), root=folder, ignore_system_fonts=True).compile(
-            format="pdf", timestamp=0, pdf_tags=False)
+    return _compiled(NUMBERS + "#pagebreak()\n" * (count - 1))[0]
 
 
 def _moved_item(item, moved):

@@ -218,8 +218,7 @@ def _entering(root: Path, fn):
     from site_builder.run.shape_recorder import record_entered
     with record_entered(set()) as entered:
         value = fn()
-    if None not in entered and not _ran_from_elsewhere(root, entered):
-        note_entered((code.co_filename, code.co_firstlineno, code.co_qualname) for code in entered)
+    _note_entered(root, entered)
     return value
 
 
@@ -359,9 +358,15 @@ def _run_here(root, ref, record=None):
     # syntax tree of every package file (training_run.code_fingerprints), which is in this
     # result's inputs (inputs.syntax_tree_read). A module of the project's code imported from
     # another folder ran code that is not the files the key reads.
+    _note_entered(root, entered)
+    return "ok", result
+
+
+def _note_entered(root, entered):
+    """Tell the Recorder which code objects the run entered, unless some ran unseen (None:
+    module-level code imported before the run) or from another checkout of the package."""
     if None not in entered and not _ran_from_elsewhere(root, entered):
         note_entered((code.co_filename, code.co_firstlineno, code.co_qualname) for code in entered)
-    return "ok", result
 
 
 def _ran_from_elsewhere(root, codes) -> bool:
