@@ -19,33 +19,50 @@ def concept_pages(site_pages, built_site):
     return [p for p in site_pages if "/" not in p and 'class="concept"' in (built_site / p).read_text(encoding="utf-8")]
 
 
-def test_no_test_listing_is_visible_with_the_disclosures_closed(page, site_url, site_pages, built_site):
-    """With every disclosure closed, no concept lists its tests: the count links into it."""
-    pages = concept_pages(site_pages, built_site)
-    assert len(pages) >= 10
-    for name in pages:
+# Per concept section: whether its evidence disclosure comes before "Where is it used?".
+EVIDENCE_BEFORE_USED = """() => [...document.querySelectorAll('section.concept')].map(s => {
+    const ev = s.querySelector(':scope > details.provenance'), used = s.querySelector(':scope > h3[id$="--used"]');
+    return !ev || !used || !!(ev.compareDocumentPosition(used) & Node.DOCUMENT_POSITION_FOLLOWING); })"""
+
+
+@pytest.fixture(scope="module")
+def concept_visits(browser, site_url, site_pages, built_site):
+    """{page: what the two tests below read}, every concept page loaded once (a load is most of
+    a browser test's cost): first what a reader meets as the page opens (the evidence's place,
+    the first equations' copy buttons), then the page with every disclosure closed."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    visits = {}
+    for name in concept_pages(site_pages, built_site):
         page.goto(site_url + name)
+        buttons = page.locator("figure.equation .copy-link")
+        copy = [(b.inner_text().strip(), b.get_attribute("aria-label"))
+                for b in (buttons.nth(i) for i in range(min(buttons.count(), 3)))]
+        order = page.evaluate(EVIDENCE_BEFORE_USED)
         page.evaluate(CLOSE_ALL)
-        assert page.evaluate(VISIBLE_TEST_LISTINGS) == [], name
-        counts = page.locator("dl.used a.to-evidence")
-        assert counts.count() >= 1, name
+        visits[name] = dict(order=order, copy=copy, listings=page.evaluate(VISIBLE_TEST_LISTINGS),
+                            counts=page.locator("dl.used a.to-evidence").count())
+    context.close()
+    return visits
 
 
-def test_the_evidence_follows_the_code_and_each_equation_is_copied_by_an_icon(page, site_url, site_pages, built_site):
+def test_no_test_listing_is_visible_with_the_disclosures_closed(concept_visits):
+    """With every disclosure closed, no concept lists its tests: the count links into it."""
+    assert len(concept_visits) >= 10
+    for name, seen in concept_visits.items():
+        assert seen["listings"] == [], name
+        assert seen["counts"] >= 1, name
+
+
+def test_the_evidence_follows_the_code_and_each_equation_is_copied_by_an_icon(concept_visits):
     """What a reader meets before the first thing to open: in every concept the evidence
     disclosure sits where the connection table did (after the listing, before "Where is it
     used?"), and an equation's copy button is an icon named for screen readers, not two
     words repeated under every equation."""
-    for name in concept_pages(site_pages, built_site):
-        page.goto(site_url + name)
-        order = page.evaluate("""() => [...document.querySelectorAll('section.concept')].map(s => {
-            const ev = s.querySelector(':scope > details.provenance'), used = s.querySelector(':scope > h3[id$="--used"]');
-            return !ev || !used || !!(ev.compareDocumentPosition(used) & Node.DOCUMENT_POSITION_FOLLOWING); })""")
-        assert all(order), name
-        buttons = page.locator("figure.equation .copy-link")
-        for i in range(min(buttons.count(), 3)):
-            b = buttons.nth(i)
-            assert b.inner_text().strip() == "" and b.get_attribute("aria-label").startswith("Copy link to "), name
+    for name, seen in concept_visits.items():
+        assert all(seen["order"]), name
+        for text, label in seen["copy"]:
+            assert text == "" and label.startswith("Copy link to "), name
 
 
 def test_the_test_count_opens_the_evidence(page, site_url):

@@ -22,9 +22,18 @@ other. The tests' source pages were half of axe's time (37 of 66 pages, 28 of 60
 quiet machine, 2026-12-03); the package's other 12 were about 9 s of the rest (2026-12-04).
 Every page still loads with no console error, no failed request and no raw TeX. The larger
 size (TBH_LARGE=1, tests/sizes.py) and BROWSER_TESTS_FULL_AXE=1 run axe on every page.
+
+Nothing is cut off either: no page scrolls sideways, and every line of code is either fully
+visible or inside a box that scrolls (which then shows it: site.css, site.js), at a phone's
+width (390 px) and at the desktop layout's (1280 px). Each page is opened once per width, and
+every check of that width reads that one load (the `visits` fixture): the desktop load is the
+one axe runs on, measured before axe starts. A page load is most of a browser test's cost
+(0.5-1 s of Chromium's CPU for a concept page, 2026-12-07), and the overflow checks loaded every
+page at 1280 px a second time when they were a module of their own.
 """
 import os
 import re
+from dataclasses import dataclass
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
@@ -44,6 +53,33 @@ FULL_CONTRAST = ("index.html", "block.html", "source/model/transformer.py.html")
 EVERY_PAGE_CONTRAST = os.environ.get("BROWSER_TESTS_FULL_AXE") == "1"
 TABS = 2
 PACKAGE_SOURCE = f"source/{load_project(ROOT).package}/"
+
+
+WIDTHS = {"phone": {"width": 390, "height": 844}, "desktop": {"width": 1280, "height": 900}}
+
+# For one page: the document's overflow, and the code lines that are cut off with no scroll
+# box around them. A code line is a listing's code cell or any <code> in the page; it is cut
+# when its box reaches past the nearest ancestor that clips (overflow other than visible), or
+# past the viewport when none does, or when it clips its own text.
+OVERFLOW = """() => {
+  const doc = document.documentElement;
+  const cut = [];
+  for (const el of document.querySelectorAll("main td.code, main code")) {
+    if (el.closest("template, details:not([open]), [hidden]")) continue;
+    const box = el.getBoundingClientRect();
+    if (box.width === 0 && box.height === 0) continue;          // not drawn (display: none)
+    let clip = null;
+    for (let a = el.parentElement; a && a !== doc; a = a.parentElement) {
+      const ox = getComputedStyle(a).overflowX;
+      if (ox !== "visible") { clip = [a, ox]; break; }
+    }
+    if (clip && (clip[1] === "auto" || clip[1] === "scroll")) continue;   // scrolls in its own box
+    const right = clip ? clip[0].getBoundingClientRect().right : doc.clientWidth;
+    const own = el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX !== "visible";
+    if (box.right > right + 1 || own) cut.push(el.textContent.trim().slice(0, 60));
+  }
+  return {scrollWidth: doc.scrollWidth, clientWidth: doc.clientWidth, cut: cut.slice(0, 5), cutCount: cut.length};
+}"""
 
 
 def runs_axe(name: str) -> bool:
@@ -86,7 +122,7 @@ class Tab:
     """One browser tab and what went wrong on the page it shows."""
 
     def __init__(self, page, base):
-        self.page, self.base, self.name, self.log = page, base, None, []
+        self.page, self.base, self.name, self.log, self.overflow = page, base, None, [], None
         page.on("console", lambda m: m.type == "error" and self.log.append(f"console error: {m.text}"))
         page.on("pageerror", lambda e: self.log.append(f"uncaught exception: {e}"))
         page.on("requestfailed", lambda r: self.log.append(f"failed request: {r.url} ({r.failure})"))
@@ -102,6 +138,7 @@ class Tab:
         errors = self.page.locator(".tex-error, .katex-error").count()
         if errors:
             self.log.append(f"{errors} TeX error(s) rendered")
+        self.overflow = self.page.evaluate(OVERFLOW)
         if not runs_axe(name):
             self.page.evaluate("window.__axe = []")
             return
@@ -115,21 +152,56 @@ class Tab:
         return [f"{self.name}: {line}" for line in self.log]
 
 
-def test_every_page_loads_cleanly(browser, site_url, site_pages):
+@dataclass
+class Visits:
+    problems: list                 # what went wrong on the desktop loads, a line each
+    overflow: dict                 # {width name: {page: OVERFLOW's measurement}}
+
+
+@pytest.fixture(scope="module")
+def visits(browser, site_url, site_pages) -> Visits:
+    """Every page opened once at each width of WIDTHS: at the desktop width in two tabs, each
+    load checked for errors and raw TeX, measured (OVERFLOW) and then checked by axe; at the
+    phone width in one tab, measured."""
     axe_script = Axe().axe_script
     axed = [name for name in site_pages if runs_axe(name)]
     assert "index.html" in axed and any(name.startswith(PACKAGE_SOURCE) for name in axed), axed
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context = browser.new_context(viewport=WIDTHS["desktop"])
     tabs = [Tab(context.new_page(), site_url) for _ in range(TABS)]
-    problems = []
+    found = Visits([], {width: {} for width in WIDTHS})
     for i in range(0, len(site_pages), TABS):
         batch = list(zip(tabs, site_pages[i:i + TABS]))
         for tab, name in batch:
             tab.open(name, axe_script)
+            found.overflow["desktop"][name] = tab.overflow
         for tab, _ in batch:
-            problems += tab.finish()
+            found.problems += tab.finish()
     context.close()
-    assert not problems, f"{len(problems)} problem(s):\n" + "\n".join(problems)
+    for width in (w for w in WIDTHS if w != "desktop"):
+        context = browser.new_context(viewport=WIDTHS[width])
+        page = context.new_page()
+        for name in site_pages:
+            page.goto(site_url + name, wait_until="load")
+            found.overflow[width][name] = page.evaluate(OVERFLOW)
+        context.close()
+    return found
+
+
+def test_every_page_loads_cleanly(visits):
+    assert not visits.problems, f"{len(visits.problems)} problem(s):\n" + "\n".join(visits.problems)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_no_page_scrolls_sideways(visits, width):
+    wide = {p: f"{m['scrollWidth']} > {m['clientWidth']}" for p, m in visits.overflow[width].items()
+            if m["scrollWidth"] > m["clientWidth"]}
+    assert visits.overflow[width] and not wide, f"pages wider than the {width} viewport: {wide}"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_code_line_is_visible_or_scrolls_in_its_box(visits, width):
+    cut = {p: (m["cutCount"], m["cut"]) for p, m in visits.overflow[width].items() if m["cutCount"]}
+    assert not cut, f"code cut off with no scroll box around it at {width} width: {cut}"
 
 
 def test_pages_opened_from_files_throw_nothing(browser, built_site):
@@ -163,3 +235,24 @@ def test_without_javascript_everything_is_listed(browser, site_url):
     assert page.locator(".copy-link").first.is_hidden()
     assert page.locator("#search input").count() == 0
     context.close()
+
+
+def test_an_anchor_far_down_the_longest_page_lands_on_its_target(browser, site_url, built_site):
+    """Listings, equations and tables far off screen are not laid out until they come near it
+    (content-visibility, site.css), and long reference parts are collapsed: a link to the
+    last listing of the longest page must still land on it, and stay there once the parts
+    around it are drawn."""
+    longest = max(built_site.glob("*.html"), key=lambda p: p.stat().st_size)
+    target = re.findall(r'id="([^"]+--code)"', longest.read_text(encoding="utf-8"))[-1]
+    for viewport in WIDTHS.values():
+        context = browser.new_context(viewport=viewport)
+        page = context.new_page()
+        page.goto(f"{site_url}{longest.name}#{target}")
+        top = f"document.getElementById('{target}').getBoundingClientRect().top"
+        padding = "parseFloat(getComputedStyle(document.documentElement).scrollPaddingTop)"
+        try:        # waited for, not slept on: the page settles (fonts, figures), then scrolls again
+            page.wait_for_function(f"scrollY > 0 && Math.abs(({top}) - ({padding})) <= 2", timeout=10_000)
+        except Exception:
+            pytest.fail(f"{longest.name}#{target}: top {page.evaluate(top):.1f} px, scroll padding "
+                        f"{page.evaluate(padding):.1f} px, scrollY {page.evaluate('scrollY')}")
+        context.close()
