@@ -118,4 +118,7 @@ def training_step(root: Path, refs):
     from site_builder.run.example_runner import SharedStep
     runs = {kind: functools.partial(_train_and_hand_back, functools.partial(train, root))
             for kind, (_, train) in training_run.training_runs(root).items()}
-    return SharedStep(runs=runs, needed_by=functools.partial(training_readers, root, refs), adopt=training_run.adopt)
+    # Each reader of a run keys what it reads on the package's syntax trees (training_run.run_key):
+    # parsed once here, not in each of its children (75 parses of the package in a cold build).
+    return SharedStep(runs=runs, needed_by=functools.partial(training_readers, root, refs), adopt=training_run.adopt,
+                      before_readers=functools.partial(training_run.code_fingerprints, root))

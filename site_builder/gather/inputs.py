@@ -97,9 +97,23 @@ def project_block_read():
     return part_read("project")
 
 
+# sha256 of a source's bytes -> syntax_tree of them, for the process and the children it forks
+# after filling it (example_plan.training_step parses the package before a run's readers fork).
+_TREES = {}
+
+
 def syntax_tree(data: bytes) -> str:
     """A Python source's syntax tree without positions (comments, blank lines and moved code
-    leave it); the text itself if it does not parse."""
+    leave it); the text itself if it does not parse. Memoised on the bytes (_TREES)."""
+    key = hashlib.sha256(data).digest()
+    if key not in _TREES:
+        if len(_TREES) > 1024:             # serve: the trees of files edited away since
+            _TREES.clear()
+        _TREES[key] = _parsed_tree(data)
+    return _TREES[key]
+
+
+def _parsed_tree(data: bytes) -> str:
     import ast
     text = data.decode("utf-8", "replace")
     try:

@@ -62,10 +62,13 @@ class SharedStep:
     run in a child of its own. runs: {name: callable returning what to hand back};
     adopt(value) takes a run's value in this process so later children inherit it.
     needed_by: the refs that wait, or a function returning them, called only if an example
-    must run (finding the readers parses every example's imports)."""
+    must run (finding the readers parses every example's imports). before_readers(): what
+    every waiting example would compute for itself, computed once in this process before they
+    are forked (so each child inherits it), when more than one waits."""
     runs: dict
     needed_by: object
     adopt: object = None
+    before_readers: object = None
 
 
 @dataclass
@@ -157,6 +160,8 @@ def run_examples(root: Path, requests, problems: list, store: ExampleStore = Non
 
     def more():
         if waiting and not pending:
+            if shared.before_readers and len(waiting) > 1 and not shared_failed:
+                shared.before_readers()
             calls = [_example_call(root, r, store) for r in waiting]
             waiting.clear()
             return [] if shared_failed else calls
