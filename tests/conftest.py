@@ -211,10 +211,13 @@ def with_project(site: str) -> str:
     return site.rstrip("\n") + "\n" + PROJECT_BLOCK
 
 
-def mini_repo(tmp_path, site, page, examples, copy=("",)):
+def mini_repo(tmp_path, site, page, examples, copy=("",), landing_map=False):
     """A small repository: the real templates, static files and builder (linked), one page, and
     the given example modules. `copy` names folders copied rather than linked, for tests that edit them.
-    A site without a `project:` block gets the real one (PROJECT_BLOCK), with the real hooks file."""
+    A site without a `project:` block gets the real one (PROJECT_BLOCK), with the real hooks file.
+    The block's `call_map_root` (the landing page's map) is left out unless landing_map=True:
+    the map is a traced training step, about 1.5 s of CPU in every build with a cold cache, and
+    only the tests of the map read it (tests/test_page_index.py, the map's tests elsewhere)."""
     import shutil
     root = tmp_path / "repo"
     root.mkdir()
@@ -227,7 +230,8 @@ def mini_repo(tmp_path, site, page, examples, copy=("",)):
     (root / "content" / "pages").mkdir(parents=True)
     (root / "content" / "examples").mkdir()
     shutil.copy(ROOT / "content" / "hooks.py", root / "content" / "hooks.py")
-    (root / "content" / "site.yaml").write_text(with_project(site))
+    site = with_project(site)
+    (root / "content" / "site.yaml").write_text(site if landing_map else re.sub(r"(?m)^  call_map_root: .*\n", "", site))
     (root / "content" / "pages" / "mini.md").write_text(page)
     for name, text in examples.items():
         (root / "content" / "examples" / f"{name}.py").write_text(text)

@@ -226,7 +226,7 @@ def test_an_edit_of_the_training_step_redraws_the_landing_map(tmp_path):
     incremental build as by a clean one. Built by the command, so that the repository's own
     copy of model/ is the one imported."""
     from tests.test_build_errors import EXAMPLE
-    root = mini_repo(tmp_path, SITE, PAGE, {"mini": EXAMPLE}, copy=("model",))
+    root = mini_repo(tmp_path, SITE, PAGE, {"mini": EXAMPLE}, copy=("model",), landing_map=True)
     cache = tmp_path / "cache"
     assert cli(root, cache=cache)[0] == 0
     assert "<code>optim.clip_grad_norm</code>" in (root / "site" / "index.html").read_text()
