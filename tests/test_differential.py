@@ -98,7 +98,7 @@ Modes (environment variables):
                                  the --no-cache build). A seeded failure replays with the
                                  repository's cache as it is then; if it does not, replay with
                                  DIFFERENTIAL_REPO_CACHE=cold too
-  DIFFERENTIAL_STEPS=LO-HI       steps per fixture sequence (default 3-6; 4-8 in the larger mode)
+  DIFFERENTIAL_STEPS=LO-HI       steps per fixture sequence (default 3-4; 4-8 in the larger mode)
   DIFFERENTIAL_SEED=S            the seed (default 12)
   DIFFERENTIAL_ONLY=i,j          run only these sequence numbers (to replay a failure)
   DIFFERENTIAL_WORKERS=N         processes running fixture sequences side by side (default 1;
@@ -114,7 +114,9 @@ fixture sequences of 3 to 6 steps in one process and no repository sequence sinc
 day, when 3 and 1 took 272 s and 188 s of a 20-minute suite in a fresh venv: .ci/run compares
 the repository's --no-cache build with the README's build, and the nightly run keeps the
 repository's sequences; 1 since 2026-12-04, when the suite in a fresh venv took 10:31 on a
-quiet machine and the 2 sequences, 6 steps each, were 144 s of it). The
+quiet machine and the 2 sequences, 6 steps each, were 144 s of it; 3 to 4 steps since 2026-12-07,
+when the suite took 10:14 there and its sequence of 6 steps, 81 s of CPU, was the costliest test:
+4 steps, 48 s alone against 60 s). The
 repository sequence's cold first build was then replaced by a seeded one: back to back at load
 5-7, the repository part took 262 s (141 s of CPU) cold and 185 s (99 s of CPU, the first
 build 9 s of the wall time) seeded, and again at load 5-6, 158 s (128 s) and 118 s (88 s, the
@@ -156,7 +158,7 @@ REPO_SEQUENCES = int(os.environ.get("DIFFERENTIAL_REPO_SEQUENCES", str(0 if SEQU
 # cache, "cold" (the larger mode's default) filled by the copy's own first build.
 REPO_CACHE = os.environ.get("DIFFERENTIAL_REPO_CACHE", "cold" if LARGER else "seeded")
 assert REPO_CACHE in ("seeded", "cold"), f"DIFFERENTIAL_REPO_CACHE={REPO_CACHE}: say seeded or cold"
-STEPS = tuple(int(n) for n in os.environ.get("DIFFERENTIAL_STEPS", "4-8" if LARGER else "3-6").split("-"))
+STEPS = tuple(int(n) for n in os.environ.get("DIFFERENTIAL_STEPS", "4-8" if LARGER else "3-4").split("-"))
 ONLY = {int(n) for n in os.environ.get("DIFFERENTIAL_ONLY", "").split(",") if n.strip()}
 # One process in the suite (the suite's other process is busy with the other test files; a second
 # would pay a second cold fixture build), two in the larger mode.

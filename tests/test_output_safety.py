@@ -224,14 +224,23 @@ def test_the_writer_files_are_ignored_by_git():
 
 
 def test_a_real_build_writes_the_marker_and_passes_its_checks(repo, tmp_path):
-    out = tmp_path / "out" / "site"
-    proc = run(repo, "--out", str(out), "--no-cache")
+    out, cache = tmp_path / "out" / "site", ["--cache-dir", str(tmp_path / "cache")]
+    proc = subprocess.run([sys.executable, "build_site.py", "--out", str(out), *cache], cwd=repo,
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert (out / MARKER).read_bytes() == MARKER_TEXT and (out / "pagefind").is_dir()
     assert sorted(p.name for p in out.parent.iterdir()) == [".site.lock", "site"]
     (out / "CNAME").write_text("docs.example.org")
-    again = run(repo, "--out", str(out), "--no-cache")        # --no-cache: a real build, not the no-op path
+    page = repo / "content" / "pages" / "mini.md"
+    text = page.read_text(encoding="utf-8")
+    page.write_text(text + "\nA sentence more: the next build writes the site again.\n", encoding="utf-8")
+    try:        # an edit, not --no-cache: a real build (not the no-op path) that need not rerun everything
+        again = subprocess.run([sys.executable, "build_site.py", "--out", str(out), *cache], cwd=repo,
+                               capture_output=True, text=True, timeout=300)
+    finally:
+        page.write_text(text, encoding="utf-8")
     assert again.returncode == 0, again.stderr
+    assert "A sentence more" in (out / "mini.html").read_text(encoding="utf-8")
     assert (out / "CNAME").read_text() == "docs.example.org"
 
 
