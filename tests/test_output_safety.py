@@ -23,8 +23,8 @@ from tests.test_build_errors import EXAMPLE, PAGE, SITE, only, problems_of
 COPIED = ("model", "templates", "static", "data", "tests", "site_builder")
 
 
-def run(repo, *args, timeout=300):
-    return subprocess.run([sys.executable, "build_site.py", *args, "--cache-dir", str(ROOT / ".build_cache")],
+def run(repo, *args, timeout=300, cache=ROOT / ".build_cache"):
+    return subprocess.run([sys.executable, "build_site.py", *args, "--cache-dir", str(cache)],
                           cwd=repo, capture_output=True, text=True, timeout=timeout)
 
 
@@ -224,9 +224,8 @@ def test_the_writer_files_are_ignored_by_git():
 
 
 def test_a_real_build_writes_the_marker_and_passes_its_checks(repo, tmp_path):
-    out, cache = tmp_path / "out" / "site", ["--cache-dir", str(tmp_path / "cache")]
-    proc = subprocess.run([sys.executable, "build_site.py", "--out", str(out), *cache], cwd=repo,
-                          capture_output=True, text=True, timeout=300)
+    out, cache = tmp_path / "out" / "site", tmp_path / "cache"
+    proc = run(repo, "--out", str(out), cache=cache)
     assert proc.returncode == 0, proc.stderr
     assert (out / MARKER).read_bytes() == MARKER_TEXT and (out / "pagefind").is_dir()
     assert sorted(p.name for p in out.parent.iterdir()) == [".site.lock", "site"]
@@ -235,8 +234,7 @@ def test_a_real_build_writes_the_marker_and_passes_its_checks(repo, tmp_path):
     text = page.read_text(encoding="utf-8")
     page.write_text(text + "\nA sentence more: the next build writes the site again.\n", encoding="utf-8")
     try:        # an edit, not --no-cache: a real build (not the no-op path) that need not rerun everything
-        again = subprocess.run([sys.executable, "build_site.py", "--out", str(out), *cache], cwd=repo,
-                               capture_output=True, text=True, timeout=300)
+        again = run(repo, "--out", str(out), cache=cache)
     finally:
         page.write_text(text, encoding="utf-8")
     assert again.returncode == 0, again.stderr

@@ -122,13 +122,15 @@ class Tab:
     """One browser tab and what went wrong on the page it shows."""
 
     def __init__(self, page, base):
-        self.page, self.base, self.name, self.log, self.overflow = page, base, None, [], None
+        self.page, self.base, self.name, self.log = page, base, None, []
         page.on("console", lambda m: m.type == "error" and self.log.append(f"console error: {m.text}"))
         page.on("pageerror", lambda e: self.log.append(f"uncaught exception: {e}"))
         page.on("requestfailed", lambda r: self.log.append(f"failed request: {r.url} ({r.failure})"))
         page.on("response", lambda r: r.status >= 400 and self.log.append(f"HTTP {r.status}: {r.url}"))
 
-    def open(self, name, axe_script):
+    def open(self, name, axe_script) -> dict:
+        """Load the page, log what is wrong in it, start axe on it; returns its OVERFLOW
+        measurement, taken before axe starts."""
         self.name, self.log = name, []
         self.page.goto(self.base + name, wait_until="load")
         self.page.evaluate("document.fonts.ready.then(() => true)")
@@ -138,12 +140,13 @@ class Tab:
         errors = self.page.locator(".tex-error, .katex-error").count()
         if errors:
             self.log.append(f"{errors} TeX error(s) rendered")
-        self.overflow = self.page.evaluate(OVERFLOW)
+        overflow = self.page.evaluate(OVERFLOW)
         if not runs_axe(name):
             self.page.evaluate("window.__axe = []")
-            return
+            return overflow
         self.page.evaluate(axe_script)
         self.page.evaluate(START_AXE, [EVERY_PAGE_CONTRAST or name in FULL_CONTRAST])
+        return overflow
 
     def finish(self):
         self.page.wait_for_function("window.__axe !== null", timeout=180_000, polling=100)
@@ -172,8 +175,7 @@ def visits(browser, site_url, site_pages) -> Visits:
     for i in range(0, len(site_pages), TABS):
         batch = list(zip(tabs, site_pages[i:i + TABS]))
         for tab, name in batch:
-            tab.open(name, axe_script)
-            found.overflow["desktop"][name] = tab.overflow
+            found.overflow["desktop"][name] = tab.open(name, axe_script)
         for tab, _ in batch:
             found.problems += tab.finish()
     context.close()
