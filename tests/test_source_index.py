@@ -538,3 +538,24 @@ def test_recursion_terminates_and_resolves(ix):
 def test_calling_a_dataclass_runs_post_init(ix):
     assert ix.calls("model.rec.make") == ["model.rec.Cfg.__post_init__"]
     assert ix.calls("model.rec.Cfg.__post_init__") == ["model.rec.validate"]
+
+
+def test_the_small_repositories_tests_folder_gives_every_function_the_same_tests(real, tmp_path):
+    """conftest.reaching_tests, the tests folder the small repositories link, leaves out the
+    files that test only the builder: every function of the package is tested by the same tests,
+    through the same chains, and the same files could not run."""
+    from site_builder.gather.source_index import unimportable_test_imports
+    from tests.conftest import PROJECT, reaching_tests
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for name in PROJECT.folders:
+        (repo / name).symlink_to(REPO / name)
+    (repo / "content").symlink_to(REPO / "content")
+    (repo / PROJECT.tests).unlink()
+    (repo / PROJECT.tests).symlink_to(reaching_tests(tmp_path))
+    small = build_index(repo)
+    assert len(small.modules) < len(real.modules)
+    package = [q for q, f in real.functions.items() if f.module.split(".")[0] == PROJECT.package]
+    assert package and all(small.tested_by(q) == real.tested_by(q) for q in package)
+    assert small.test_modules_reaching_the_package() == real.test_modules_reaching_the_package()
+    assert unimportable_test_imports(small) == unimportable_test_imports(real)
