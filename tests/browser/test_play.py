@@ -429,10 +429,12 @@ def test_an_empty_field_under_serve_shows_the_builds_body_without_asking(page, p
     assert status.text_content() == ""
 
 
-def test_under_serve_the_latest_request_wins(page, play_server):
+def test_under_serve_the_latest_request_wins(own_page, play_server):
     """A typed prompt's answer that comes back after a later request (the layer changed
     meanwhile) is dropped: the heatmap is the layer the menu and the URL say. The first
-    answer is held back in the page by 2 s, so the later one lands first."""
+    answer is held back in the page by 2 s, so the later one lands first (an init script:
+    a tab of its own)."""
+    page = own_page
     page.add_init_script("""(() => {
       let n = 0; const real = window.fetch;
       window.fetch = (...args) => {
