@@ -70,7 +70,7 @@ def module_tab(browser, browser_context_args):
 def page(request, module_tab, browser_context_args):
     """pytest-playwright's `page`, as a tab shared by the module's tests and reset after each:
     what the site stores (the theme choice) cleared, a blank document, the context's viewport,
-    no emulated media, no routes. A test that adds what no reset removes (an init script)
+    no emulated media, no routes, no permissions granted. A test that adds what no reset removes (an init script)
     takes `own_page`, and so does one marked with browser_context_args."""
     if next(request.node.iter_markers("browser_context_args"), None):
         yield request.getfixturevalue("own_page")
@@ -83,6 +83,7 @@ def page(request, module_tab, browser_context_args):
     except Exception:           # a page that is navigating, or a crashed renderer: the blank page resets it
         pass
     module_tab.unroute_all()
+    module_tab.context.clear_permissions()
     module_tab.goto("about:blank")
     module_tab.set_viewport_size(browser_context_args.get("viewport") or {"width": 1280, "height": 720})
     module_tab.emulate_media(media="null", color_scheme="null")

@@ -15,10 +15,9 @@ def no_sideways_scroll(page):
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("size", ["desktop", "phone"])
-def test_screenshots(browser, site_url, output_path, scheme, size):
-    viewport = PHONE if size == "phone" else DESKTOP
-    context = browser.new_context(viewport=viewport, color_scheme=scheme, device_scale_factor=1)
-    page = context.new_page()
+def test_screenshots(page, site_url, output_path, scheme, size):
+    page.set_viewport_size(PHONE if size == "phone" else DESKTOP)
+    page.emulate_media(color_scheme=scheme)
     page.goto(site_url + "block.html#block-forward--example")
     page.evaluate("document.fonts.ready.then(() => true)")
     bg = page.evaluate("getComputedStyle(document.body).backgroundColor")
@@ -28,7 +27,6 @@ def test_screenshots(browser, site_url, output_path, scheme, size):
     page.screenshot(path=os.path.join(output_path, f"block-{size}-{scheme}.png"))
     page.goto(site_url + "block.html#block-backward--flow")
     page.screenshot(path=os.path.join(output_path, f"block-flow-{size}-{scheme}.png"))
-    context.close()
 
 
 def test_theme_toggle_is_remembered(page, site_url):
@@ -54,11 +52,10 @@ def showing(page):
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_the_theme_toggle_says_what_clicking_does(browser, site_url, scheme):
+def test_the_theme_toggle_says_what_clicking_does(page, site_url, scheme):
     """Its text names the theme a click switches to, never the one showing; it is an action
     button (its label changes), so it has no aria-pressed state to contradict the label."""
-    context = browser.new_context(color_scheme=scheme)
-    page = context.new_page()
+    page.emulate_media(color_scheme=scheme)
     page.goto(site_url + "block.html")
     toggle = page.locator(".theme-toggle")
     for _ in range(3):                             # the system's theme, the other one, back again
@@ -67,22 +64,18 @@ def test_the_theme_toggle_says_what_clicking_does(browser, site_url, scheme):
         assert toggle.get_attribute("aria-pressed") is None
         toggle.click()
         assert showing(page) == other
-    context.close()
 
 
-def test_the_system_theme_applies_until_a_choice(browser, site_url):
-    context = browser.new_context(color_scheme="dark")
-    page = context.new_page()
+def test_the_system_theme_applies_until_a_choice(page, site_url):
+    page.emulate_media(color_scheme="dark")
     page.goto(site_url + "index.html")
     assert page.evaluate("document.documentElement.dataset.theme") is None
     assert page.locator(".theme-toggle").inner_text() == "Switch to light theme"
     assert page.evaluate("getComputedStyle(document.body).backgroundColor") == DARK_BG
-    context.close()
 
 
-def test_phone_layout_menu_and_wide_parts(browser, site_url):
-    context = browser.new_context(viewport=PHONE)
-    page = context.new_page()
+def test_phone_layout_menu_and_wide_parts(page, site_url):
+    page.set_viewport_size(PHONE)
     page.goto(site_url + "block.html")
     sidebar, menu = page.locator("#sidebar"), page.locator(".nav-toggle")
     assert menu.is_visible() and sidebar.is_hidden()
@@ -104,29 +97,24 @@ def test_phone_layout_menu_and_wide_parts(browser, site_url):
     assert box.evaluate("b => b.scrollWidth > b.clientWidth && getComputedStyle(b).overflowX === 'auto'")
     assert box.get_attribute("tabindex") == "0" and box.get_attribute("aria-label")
     assert no_sideways_scroll(page)
-    context.close()
     # and on a wide screen the three columns show
-    context = browser.new_context(viewport={"width": 1920, "height": 1080})
-    page = context.new_page()
+    page.set_viewport_size({"width": 1920, "height": 1080})
     page.goto(site_url + "block.html")
     assert page.locator("nav.toc").is_visible() and page.locator("#sidebar").is_visible()
     assert page.locator(".nav-toggle").is_hidden()
-    context.close()
 
 
-def test_a_footer_naming_uncommitted_files_wraps_on_a_phone(browser, site_url):
+def test_a_footer_naming_uncommitted_files_wraps_on_a_phone(page, site_url):
     """A build from a working tree lists each uncommitted file in the footer ("Built from
     commit ..., with uncommitted changes to tests/browser/test_lesson.py, ..."): on a phone
     that line wraps, even inside a path, and the page never scrolls sideways (a build from a
     dirty checkout once made six pages 3-19 px too wide)."""
-    context = browser.new_context(viewport=PHONE)
-    page = context.new_page()
+    page.set_viewport_size(PHONE)
     page.goto(site_url + "attention.html")         # a page with a previous and a next link
     page.evaluate("""() => { const built = document.querySelector('.footer .built');
         built.textContent = 'Built from commit f6db17681fbe, with uncommitted changes to '
           + Array.from({length: 4}, (_, i) => `tests/browser/test_a_rather_long_name_${i}.py`).join(', '); }""")
     assert no_sideways_scroll(page), page.evaluate("document.documentElement.scrollWidth")
-    context.close()
 
 
 def test_print_shows_every_step_and_no_controls(page, site_url):
@@ -138,9 +126,8 @@ def test_print_shows_every_step_and_no_controls(page, site_url):
     assert page.locator(".copy-code").first.is_hidden()
 
 
-def test_copy_buttons(browser, site_url):
-    context = browser.new_context(permissions=["clipboard-read", "clipboard-write"])
-    page = context.new_page()
+def test_copy_buttons(page, site_url):
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])       # the page fixture clears them
     page.goto(site_url + "block.html")
     button = page.locator("figure.equation .copy-link").first
     anchor = button.get_attribute("data-href")
@@ -154,7 +141,6 @@ def test_copy_buttons(browser, site_url):
     code = page.evaluate("navigator.clipboard.readText()")
     assert code.startswith("def block_forward(") and "X1 = X + att" in code
     assert page.locator(".listing").count() == page.locator(".listing-wrap .copy-code").count()
-    context.close()
 
 
 def test_keyboard_moves_between_pages(page, site_url):

@@ -103,17 +103,13 @@ DESKTOP = {"width": 1280, "height": 900}
 
 
 @pytest.fixture
-def at(browser, site_url):
-    """at(viewport, scheme='light') -> a page of a new context of that size and scheme."""
-    contexts = []
-
+def at(page):
+    """at(viewport, scheme='light') -> the test's page at that size, in that scheme."""
     def open_(viewport, scheme="light"):
-        context = browser.new_context(viewport=viewport, color_scheme=scheme)
-        contexts.append(context)
-        return context.new_page()
-    yield open_
-    for c in contexts:
-        c.close()
+        page.set_viewport_size(viewport)
+        page.emulate_media(color_scheme=scheme)
+        return page
+    return open_
 
 
 def test_the_2017_steps_computed_columns_are_on_a_phone(at, site_url):
