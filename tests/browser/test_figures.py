@@ -53,12 +53,11 @@ def figure_pages(pages_with):
 
 
 @pytest.mark.parametrize("size", list(SIZES))
-def test_no_text_overlaps_or_is_clipped_and_every_heatmap_has_a_scale(browser, site_url, figure_pages, size):
+def test_no_text_overlaps_or_is_clipped_and_every_heatmap_has_a_scale(page, site_url, figure_pages, size):
     """Each page loaded once per size and measured in each theme: the theme is the system's
     (prefers-color-scheme, emulated), which site.css follows live, so the load is measured
     again after the switch rather than loaded again (a load is most of the cost)."""
-    context = browser.new_context(viewport=SIZES[size], color_scheme=SCHEMES[0])
-    page = context.new_page()
+    page.set_viewport_size(SIZES[size])
     problems, counted = [], dict.fromkeys(SCHEMES, 0)
     for path in figure_pages:
         page.goto(site_url + path)
@@ -79,7 +78,6 @@ def test_no_text_overlaps_or_is_clipped_and_every_heatmap_has_a_scale(browser, s
                 fits = fig["cls"].startswith("chart") or (fig["cls"] == "arch-svg" and size == "desktop")
                 if fits and fig["scrolls"]:
                     problems.append(f"{where}: scrolls sideways in its box at {size} width")
-    context.close()
     assert min(counted.values()) >= 20, counted
     assert not problems, "\n".join(problems)
 
