@@ -56,37 +56,63 @@ def browser_type_launch_args(browser_type_launch_args):
     return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
 
 
+class ModuleTab:
+    """One tab for a module's tests (the `page` fixture), opened when a test first asks. A new
+    tab costs Chromium about 0.8 s of CPU more than a navigation in an open one (a new renderer
+    process: 8 loads of block.html took 9.0-10.7 s of CPU in new tabs or contexts, 3.8 s in one
+    tab, 2026-12-07)."""
+
+    def __init__(self, browser, context_args):
+        self.browser, self.context_args, self.context, self.tab = browser, context_args, None, None
+
+    def open(self):
+        if self.tab is None or self.tab.is_closed():
+            self.close()
+            self.context = self.browser.new_context(**self.context_args)
+            self.tab = self.context.new_page()
+        return self.tab
+
+    def reset(self):
+        """Undo what a test may have changed: what the site stores (the theme choice), the
+        document, routes, permissions, the viewport, emulated media. A tab that cannot be reset
+        (closed, crashed) is closed with its context, and the next test gets a new one."""
+        tab = self.tab
+        try:
+            tab.evaluate("() => { try { localStorage.clear(); sessionStorage.clear(); } catch (e) {} }")
+            tab.unroute_all()
+            self.context.clear_permissions()
+            tab.goto("about:blank")
+            tab.set_viewport_size(self.context_args.get("viewport") or {"width": 1280, "height": 720})
+            tab.emulate_media(media="null", color_scheme="null")
+        except Exception:
+            self.close()
+
+    def close(self):
+        if self.context is not None:
+            try:
+                self.context.close()
+            except Exception:       # the browser is gone already: nothing to close
+                pass
+        self.context = self.tab = None
+
+
 @pytest.fixture(scope="module")
 def module_tab(browser, browser_context_args):
-    """One tab for a module's tests (the `page` fixture). A new tab costs Chromium about 0.8 s
-    of CPU more than a navigation in an open one (a new renderer process: 8 loads of block.html
-    took 9.0-10.7 s of CPU in new tabs or contexts, 3.8 s in one tab, 2026-12-07)."""
-    context = browser.new_context(**browser_context_args)
-    yield context.new_page()
-    context.close()
+    tabs = ModuleTab(browser, browser_context_args)
+    yield tabs
+    tabs.close()
 
 
 @pytest.fixture
-def page(request, module_tab, browser_context_args):
-    """pytest-playwright's `page`, as a tab shared by the module's tests and reset after each:
-    what the site stores (the theme choice) cleared, a blank document, the context's viewport,
-    no emulated media, no routes, no permissions granted. A test that adds what no reset removes (an init script)
-    takes `own_page`, and so does one marked with browser_context_args."""
+def page(request, module_tab):
+    """pytest-playwright's `page`, as the module's tab (ModuleTab), reset after each test. A test
+    that adds what no reset removes (an init script) takes `own_page`, and so does one marked
+    with browser_context_args."""
     if next(request.node.iter_markers("browser_context_args"), None):
         yield request.getfixturevalue("own_page")
         return
-    yield module_tab
-    if module_tab.is_closed():
-        return
-    try:
-        module_tab.evaluate("() => { try { localStorage.clear(); sessionStorage.clear(); } catch (e) {} }")
-    except Exception:           # a page that is navigating, or a crashed renderer: the blank page resets it
-        pass
-    module_tab.unroute_all()
-    module_tab.context.clear_permissions()
-    module_tab.goto("about:blank")
-    module_tab.set_viewport_size(browser_context_args.get("viewport") or {"width": 1280, "height": 720})
-    module_tab.emulate_media(media="null", color_scheme="null")
+    yield module_tab.open()
+    module_tab.reset()
 
 
 @pytest.fixture

@@ -157,3 +157,34 @@ def test_keyboard_moves_between_pages(page, site_url):
     # typing in the search box is not a shortcut
     page.fill("#search-input", "np")
     assert page.url.endswith(prev_href)
+
+
+def test_the_modules_tab_is_reset_between_tests(browser, browser_context_args, site_url):
+    """The `page` fixture hands each test of a module the same tab (tests/browser/conftest.py
+    ModuleTab): after a test's theme choice, size, emulated scheme, route and permission, the
+    next test meets none of them."""
+    from tests.browser.conftest import ModuleTab
+    tabs = ModuleTab(browser, browser_context_args)
+    try:
+        page = tabs.open()
+        page.set_viewport_size(PHONE)
+        page.emulate_media(color_scheme="dark")
+        page.context.grant_permissions(["clipboard-read"])
+        page.route("**/*.css", lambda route: route.abort())
+        page.goto(site_url + "block.html")
+        page.locator(".theme-toggle").click()                       # stores the choice
+        assert page.evaluate("localStorage.getItem('theme')") is not None
+        tabs.reset()
+        assert tabs.open() is page and page.url == "about:blank"
+        assert page.viewport_size == (browser_context_args.get("viewport") or {"width": 1280, "height": 720})
+        page.goto(site_url + "block.html")
+        assert page.evaluate("localStorage.getItem('theme')") is None
+        assert not page.evaluate("matchMedia('(prefers-color-scheme: dark)').matches")
+        assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(253, 253, 252)"  # site.css's light --bg: no route left
+        state = page.evaluate("navigator.permissions.query({name: 'clipboard-read'}).then((p) => p.state)")
+        assert state != "granted", state
+        page.close()
+        tabs.reset()                     # a closed tab: the next test gets a new one
+        assert tabs.open() is not page
+    finally:
+        tabs.close()
