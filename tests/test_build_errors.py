@@ -110,6 +110,24 @@ def test_wrong_type(mini):
     assert line.startswith("content/pages/mini.md:5:")
 
 
+@pytest.mark.parametrize("old, new", [
+    ("sections:\n", "sections: 5\nwas_sections:\n"),
+    ("sections:\n", "sections: true\nwas_sections:\n"),
+    ("    math:\n", "    math: 7\n    was_math:\n"),
+    ("    math:\n", "    math: 1.5\n    was_math:\n"),
+    ("        refs:\n", "        refs: 3\n        was_refs:\n"),
+    ("    symbols:\n", "    symbols: 2\n    was_symbols:\n"),
+    ("    examples:\n", "    examples: 4\n    was_examples:\n"),
+], ids=["sections-5", "sections-true", "math-7", "math-1.5", "refs-3", "symbols-2", "examples-4"])
+def test_a_number_where_a_list_belongs_is_one_problem_line(mini, old, new):
+    """`sections: 5` was `internal error: TypeError: 'int' object is not iterable`, naming no
+    file: the checks that run after the schema's read the key as a list (a text or a mapping
+    there was already one line)."""
+    key = new.split(":")[0].strip()
+    line = only(problems_of(mini, PAGE.replace(old, new, 1)), f"'{key}' must be a list")
+    assert line.startswith("content/pages/mini.md:")
+
+
 def test_duplicate_ids(mini):
     doubled = PAGE.replace("      - eq: rel\n", "      - {eq: rel, name: Again, tex: e, refs: []}\n      - eq: rel\n")
     only(problems_of(mini, doubled), "duplicate equation id 'rel'")

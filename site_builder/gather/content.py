@@ -283,11 +283,11 @@ def validate(obj, kind, file, line, problems):
         check_declaration(obj, file, problems)
         check_example_kind(obj, file, problems)
     if kind == "concept":
-        for e in obj.get("examples") or [] if isinstance(obj.get("examples"), list) else []:
+        for e in listed(obj, "examples"):
             if isinstance(e, dict) and "run" not in e:
                 declare_example(e, obj, file, problems)
-        runs = {str(e.get("title")): e["run"] for e in obj.get("examples") or [] if isinstance(e, dict) and e.get("run")}
-        for block in obj.get("shapes") or [] if isinstance(obj.get("shapes"), list) else []:
+        runs = {str(e.get("title")): e["run"] for e in listed(obj, "examples") if isinstance(e, dict) and e.get("run")}
+        for block in listed(obj, "shapes"):
             if isinstance(block, dict) and isinstance(block.get("run"), str) and ":" not in block["run"]:
                 if block["run"] in runs:             # a shapes block sized by an example of this concept, by its title
                     block["run"] = runs[block["run"]]
@@ -467,7 +467,7 @@ def check_example_todos(root: Path, content, problems: list):
     TODOs, before any example runs (run, it would be a NameError, and only once the page's own
     TODOs were filled)."""
     modules = {str(e["run"]).partition(":")[0] for page in content.pages.values() for c in concepts(page)
-               for e in c.get("examples") or [] if isinstance(e, dict) and ":" in str(e.get("run", ""))}
+               for e in listed(c, "examples") if isinstance(e, dict) and ":" in str(e.get("run", ""))}
     for module in sorted(modules - {"declared"}):
         rel = f"content/examples/{module}.py"
         try:
@@ -625,16 +625,23 @@ def load_page(path: Path, slug: str, problems: list):
     return Page(slug=slug, file=file, meta=meta, body=body, body_line=body_line, text=text)
 
 
+def listed(obj, key) -> list:
+    """obj[key] if it is a list, else []: what the checks after the schema's read, which run
+    on a page the schema found wrong too (`sections: 5` is its problem line, not a TypeError)."""
+    value = obj.get(key)
+    return value if isinstance(value, list) else []
+
+
 def concepts(page):
     """The page's sections that are concepts (the ones with equations)."""
-    return [s for s in page.meta.get("sections") or [] if isinstance(s, dict) and section_kind(s) == "concept"]
+    return [s for s in listed(page.meta, "sections") if isinstance(s, dict) and section_kind(s) == "concept"]
 
 
 def check_unique_ids(content, problems):
     """Section ids are anchors across the site, equation ids within their concept."""
     seen = {}
     for page in content.pages.values():
-        for section in page.meta.get("sections") or []:
+        for section in listed(page.meta, "sections"):
             if not isinstance(section, dict) or "id" not in section:
                 continue
             sid = section["id"]
@@ -644,7 +651,7 @@ def check_unique_ids(content, problems):
             else:
                 seen[sid] = f"{page.file}:{section.line_of('id')}"
             eqs = {}
-            for item in section.get("math") or []:
+            for item in listed(section, "math"):
                 if isinstance(item, dict) and "eq" in item:
                     if item["eq"] in eqs:
                         problems.append(Problem(page.file, item.line_of("eq"), f"duplicate equation id '{item['eq']}' in '{sid}'",

@@ -14,6 +14,7 @@ CI=true it fails instead, so CI cannot pass without having run them.
 import importlib.util
 import os
 import re
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -60,32 +61,48 @@ class ModuleTab:
     """One tab for a module's tests (the `page` fixture), opened when a test first asks. A new
     tab costs Chromium about 0.8 s of CPU more than a navigation in an open one (a new renderer
     process: 8 loads of block.html took 9.0-10.7 s of CPU in new tabs or contexts, 3.8 s in one
-    tab, 2026-12-07)."""
+    tab, 2026-12-07). Listeners a test adds with page.on stay on the tab: they must only record."""
 
     def __init__(self, browser, context_args):
         self.browser, self.context_args, self.context, self.tab = browser, context_args, None, None
+        self.origins = set()            # the http origins the tab has shown since its last reset
 
     def open(self):
         if self.tab is None or self.tab.is_closed():
             self.close()
             self.context = self.browser.new_context(**self.context_args)
             self.tab = self.context.new_page()
+            self.tab.on("framenavigated", self._visited)
         return self.tab
 
+    def _visited(self, frame):
+        if frame.parent_frame is None and frame.url.startswith("http"):
+            self.origins.add(urllib.parse.urlsplit(frame.url)[:2])
+
     def reset(self):
-        """Undo what a test may have changed: what the site stores (the theme choice), the
-        document, routes, permissions, the viewport, emulated media. A tab that cannot be reset
-        (closed, crashed) is closed with its context, and the next test gets a new one."""
-        tab = self.tab
+        """Undo what a test may have changed: other tabs it opened, offline mode, cookies,
+        permissions, routes, what the site stores (the theme choice), the document, the
+        viewport, emulated media. A tab that showed more than one origin (whose storage a
+        script on one cannot clear), or that cannot be reset (closed, crashed), is closed with
+        its context, and the next test gets a new one."""
+        tab, context = self.tab, self.context
         try:
-            tab.evaluate("() => { try { localStorage.clear(); sessionStorage.clear(); } catch (e) {} }")
+            if len(self.origins) > 1:
+                raise RuntimeError("storage on more than one origin")
+            for other in context.pages:
+                if other is not tab:
+                    other.close()
+            context.set_offline(False)
+            context.clear_cookies()
+            context.clear_permissions()
             tab.unroute_all()
-            self.context.clear_permissions()
+            tab.evaluate("() => { try { localStorage.clear(); sessionStorage.clear(); } catch (e) {} }")
             tab.goto("about:blank")
             tab.set_viewport_size(self.context_args.get("viewport") or {"width": 1280, "height": 720})
             tab.emulate_media(media="null", color_scheme="null")
         except Exception:
             self.close()
+        self.origins = set()
 
     def close(self):
         if self.context is not None:

@@ -161,8 +161,8 @@ def test_keyboard_moves_between_pages(page, site_url):
 
 def test_the_modules_tab_is_reset_between_tests(browser, browser_context_args, site_url):
     """The `page` fixture hands each test of a module the same tab (tests/browser/conftest.py
-    ModuleTab): after a test's theme choice, size, emulated scheme, route and permission, the
-    next test meets none of them."""
+    ModuleTab): after a test's theme choice (on one origin or two), size, emulated scheme,
+    route, permission, cookie, popup and offline mode, the next test meets none of them."""
     from tests.browser.conftest import ModuleTab
     tabs = ModuleTab(browser, browser_context_args)
     try:
@@ -183,6 +183,20 @@ def test_the_modules_tab_is_reset_between_tests(browser, browser_context_args, s
         assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(253, 253, 252)"  # site.css's light --bg: no route left
         state = page.evaluate("navigator.permissions.query({name: 'clipboard-read'}).then((p) => p.state)")
         assert state != "granted", state
+        page.evaluate("document.cookie = 'left=1'; window.open('about:blank')")
+        page.context.set_offline(True)
+        tabs.reset()
+        assert tabs.open() is page and len(page.context.pages) == 1
+        page.goto(site_url + "block.html")                         # would fail if still offline
+        assert page.evaluate("document.cookie") == ""
+        other_origin = site_url.replace("127.0.0.1", "localhost")
+        page.goto(other_origin + "block.html")
+        page.locator(".theme-toggle").click()                       # stored on the other origin
+        page.goto(site_url + "block.html")
+        tabs.reset()                     # two origins: the next test gets a new tab
+        page = tabs.open()
+        page.goto(other_origin + "block.html")
+        assert page.evaluate("localStorage.getItem('theme')") is None
         page.close()
         tabs.reset()                     # a closed tab: the next test gets a new one
         assert tabs.open() is not page
