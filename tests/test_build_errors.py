@@ -128,6 +128,12 @@ def test_a_number_where_a_list_belongs_is_one_problem_line(mini, old, new):
     assert line.startswith("content/pages/mini.md:")
 
 
+def test_a_nav_that_is_not_a_list_is_one_line_not_one_per_page(mini):
+    (mini / "content/pages/other.md").write_text(PAGE.replace("id: mini", "id: other"))
+    lines = problems_of(mini, site=SITE.replace("nav: [mini]", "nav: 5"))
+    assert [l for l in lines if "nav" in l] and not [l for l in lines if "missing from the navigation" in l], lines
+
+
 def test_duplicate_ids(mini):
     doubled = PAGE.replace("      - eq: rel\n", "      - {eq: rel, name: Again, tex: e, refs: []}\n      - eq: rel\n")
     only(problems_of(mini, doubled), "duplicate equation id 'rel'")

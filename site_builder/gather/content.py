@@ -446,7 +446,7 @@ def load_content(root: Path, problems: list) -> Content:
                                     f"the navigation lists '{slug}', but content/pages/{slug}.md does not exist",
                                     did_you_mean(str(slug), page_files) or "create the page or remove it from nav"))
     for slug, path in page_files.items():
-        if slug not in nav:
+        if slug not in nav and isinstance(site.get("nav"), list):      # else 'nav' itself is the problem
             problems.append(Problem(f"content/pages/{slug}.md", 1, f"page '{slug}' is missing from the navigation",
                                     "add it to 'nav' in content/site.yaml"))
     for slug in [s for s in nav if s in page_files]:
