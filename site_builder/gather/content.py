@@ -422,7 +422,8 @@ def load_content(root: Path, problems: list) -> Content:
     for key, entry in (papers.items() if isinstance(papers, dict) else ()):
         validate(entry, "paper_entry", site_file, getattr(entry, "line", 1), problems)
     content = Content(site=site)
-    nav_list = site.get("nav") if isinstance(site.get("nav"), list) else []
+    nav_given = isinstance(site.get("nav"), list)        # else 'nav' itself is the problem
+    nav_list = site["nav"] if nav_given else []
     nav, listed_at = [], {}
     for i, slug in enumerate(nav_list):
         if not isinstance(slug, (str, int)) or isinstance(slug, bool):
@@ -446,7 +447,7 @@ def load_content(root: Path, problems: list) -> Content:
                                     f"the navigation lists '{slug}', but content/pages/{slug}.md does not exist",
                                     did_you_mean(str(slug), page_files) or "create the page or remove it from nav"))
     for slug, path in page_files.items():
-        if slug not in nav and isinstance(site.get("nav"), list):      # else 'nav' itself is the problem
+        if slug not in nav and nav_given:
             problems.append(Problem(f"content/pages/{slug}.md", 1, f"page '{slug}' is missing from the navigation",
                                     "add it to 'nav' in content/site.yaml"))
     for slug in [s for s in nav if s in page_files]:

@@ -86,9 +86,11 @@ class ModuleTab:
         script on one cannot clear), or that cannot be reset (closed, crashed), is closed with
         its context, and the next test gets a new one."""
         tab, context = self.tab, self.context
+        origins, self.origins = self.origins, set()
+        if len(origins) > 1:
+            self.close()
+            return
         try:
-            if len(self.origins) > 1:
-                raise RuntimeError("storage on more than one origin")
             for other in context.pages:
                 if other is not tab:
                     other.close()
@@ -102,7 +104,6 @@ class ModuleTab:
             tab.emulate_media(media="null", color_scheme="null")
         except Exception:
             self.close()
-        self.origins = set()
 
     def close(self):
         if self.context is not None:
